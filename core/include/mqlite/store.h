@@ -1,0 +1,398 @@
+// mqlite::Store — the store boundary (SPEC §1, §12).
+//
+// A Store is the persistence layer under the engine: SQLite, LMDB, PostgreSQL,
+// an in-memory store, or a stranger's port. The engine owns validation, limits,
+// the clock, token generation, defaults, maintenance scheduling, wake-ups and
+// error mapping; a store owns its data layout and the queries that make each
+// operation below fast (SPEC §11: seek an index, never scan a backlog).
+//
+// Shape: every operation runs inside a StoreTxn handed to the body of
+// Store::Run. One Run is ONE atomic unit: it commits entirely when the body
+// returns OK and leaves no trace otherwise (SPEC §1). The engine composes
+// several operations into one Run when the SPEC needs them in one commit (a
+// send and its dedup records; a settle and its receipt), and may compose the
+// requests of several callers into one Run (group commit, SPEC §9), isolating
+// each in a Savepoint so a failing request never fails its neighbours.
+//
+// Nothing here assumes SQL, a single writer, or a file. A store chooses its
+// own concurrency: Run may serialise bodies (SQLite, LMDB) or run them
+// concurrently under row locks (PostgreSQL), as long as each body sees the
+// isolation its operations require (see Claim for the one hard case).
+//
+// Errors: operations return the codes named in their contract; anything else a
+// store hits is mapped by the store's own ToStatus() into StatusCode (busy or a
+// dropped connection before COMMIT → Unavailable; lost after COMMIT was sent →
+// OutcomeUnknown; disk/map full → StoreFull; unreadable data → Corruption).
+// When an operation fails inside a body, the body's writes so far are still
+// pending; the engine either propagates the failure (Run rolls back) or rolls
+// back only a Savepoint.
+//
+// Thread-safety: Store::Run and Capabilities are safe to call from many
+// threads. A StoreTxn is used by one thread, only inside its body; using it
+// after the body returns is undefined (the engine never does; StoreWrapper
+// never does).
+//
+// Evolution (as in sqlite3_vfs): new optional operations get a default that
+// returns Unimplemented, advertised by StoreCapabilities.
+#ifndef MQLITE_STORE_H_
+#define MQLITE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mqlite/status.h"
+#include "mqlite/types.h"
+
+namespace mqlite {
+
+// What kind of store this is: the engine and the TCK adapt to it (SPEC §12).
+struct StoreCapabilities {
+  int version = 1;  // of this struct and of the boundary
+  // Exclusive (embedded) stores admit one engine at a time, so every locked row
+  // found at open is an orphan and is reclaimed (SPEC §7.1). Shared stores
+  // reclaim only expired leases.
+  bool exclusive = true;
+  // Name of the native type Tx exposes (SPEC §8): "sqlite3", "PGconn",
+  // "MDB_txn", ...; empty if the store has none.
+  std::string native_handle_type;
+  // What "crash" means for this store, for the TCK's crash injection:
+  // "process" (SIGKILL of the owning process loses nothing committed), or
+  // "none" (state does not survive the process, e.g. an in-memory store).
+  std::string crash_model = "process";
+  std::string name;  // "sqlite", "lmdb", "postgres", ...
+};
+
+// A queue as the store holds it: the engine-resolved config plus the store's
+// id. Ids are store-assigned, stable for the life of the queue, and never
+// reused for another queue.
+struct QueueRecord {
+  int64_t id = 0;
+  QueueConfig config;  // fully resolved (no zero "defaults" left)
+};
+
+// One message to insert (built and validated by the engine).
+struct EnqueueItem {
+  const OutgoingMessage* message = nullptr;  // not owned; valid during the call
+  // The ordering group the store must enforce (SPEC §5), decided by the engine
+  // from the queue's ordering: nullopt = ungrouped. For strict_fifo every
+  // message of the queue carries the same key. Distinct from message->group_id,
+  // which is returned to consumers verbatim.
+  std::optional<std::string> group_key;
+  int64_t enqueued_at = 0;
+  int64_t visible_at = 0;  // > enqueued_at for scheduled messages
+  int64_t expires_at = 0;  // 0 = never
+  MessageState state = MessageState::kActive;  // kActive or kScheduled
+};
+
+// Parameters of one Claim (SPEC §5).
+struct ClaimRequest {
+  int64_t now = 0;
+  int max_messages = 1;  // 1–256
+  ReceiveMode mode = ReceiveMode::kPeekLock;
+  int64_t locked_until = 0;  // now + lock_duration (PeekLock only)
+  // At least max_messages fresh tokens; the i-th claimed message gets tokens[i]
+  // (PeekLock only).
+  std::span<const LockToken> tokens;
+};
+
+enum class SettleOp : int { kComplete = 0, kAbandon = 1, kReject = 2, kDefer = 3, kRenew = 4 };
+std::string_view SettleOpName(SettleOp op);
+
+// One settle (SPEC §6).
+struct SettleRequest {
+  int64_t seq = 0;
+  LockToken token;
+  SettleOp op = SettleOp::kComplete;
+  int64_t now = 0;
+  int64_t delay_ms = 0;       // Abandon only
+  std::string reason;         // Reject only
+  std::string description;    // Reject only
+  int64_t renew_until = 0;    // Renew only: now + lock_duration
+};
+
+struct SettleResult {
+  MessageState new_state = MessageState::kActive;  // meaningless for Complete
+  bool deleted = false;                            // Complete
+  int64_t locked_until = 0;                        // Renew: the committed value
+};
+
+// Engine-wide retention defaults resolved per queue by the engine (SPEC §6):
+// values ≤ 0 here mean unbounded.
+struct RetentionBounds {
+  int64_t max_age_ms = -1;
+  int64_t max_count = -1;
+  int64_t max_bytes = -1;
+};
+
+// Operations inside one store transaction. Unless a contract says otherwise,
+// `queue` was obtained from GetQueue/UpsertQueue in the same Run, and an
+// operation on queue A never reads or changes messages of queue B (SPEC §2:
+// a seq of another queue is simply NotFound / LockLost here).
+class StoreTxn {
+ public:
+  StoreTxn() = default;
+  StoreTxn(const StoreTxn&) = delete;
+  StoreTxn& operator=(const StoreTxn&) = delete;
+  virtual ~StoreTxn() = default;
+
+  // ---- Queues (SPEC §2) ----------------------------------------------------
+
+  // Creates the queue, or replaces the config of an existing queue of that
+  // name (keeping its id and messages). Sets *created accordingly.
+  // InvalidArgument if `config.ordering` differs from the stored one while the
+  // queue holds any message (group keys were fixed at send time).
+  virtual Result<QueueRecord> UpsertQueue(const QueueConfig& config, int64_t now,
+                                          bool* created) = 0;
+  // QueueNotFound if absent.
+  virtual Result<QueueRecord> GetQueue(std::string_view name) = 0;
+  // All queues, ordered by name.
+  virtual Result<std::vector<QueueRecord>> ListQueues() = 0;
+  // Deletes the queue and every message it holds (any state).
+  virtual Status DeleteQueue(const QueueRecord& queue) = 0;
+
+  // ---- Enqueue (SPEC §3, §4) -------------------------------------------------
+
+  // Inserts items in order, assigning each a seq strictly greater than every
+  // seq ever assigned by this store (never reused, even after deletes or a
+  // reopen; gaps allowed). All fields must round-trip byte-exact. A message
+  // whose group_key has no live (non-dead-lettered) member becomes its group's
+  // head. Returns one seq per item.
+  virtual Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
+                                               std::span<const EnqueueItem> items) = 0;
+
+  // Deletes message `seq` if it is scheduled and was never delivered
+  // (delivery_count == 0). NotFound otherwise (SPEC §4).
+  virtual Status CancelScheduled(const QueueRecord& queue, int64_t seq) = 0;
+
+  // ---- Claim (SPEC §5, §7.4) -------------------------------------------------
+
+  // Claims up to max_messages eligible messages, in order priority DESC, seq
+  // ASC, taking at most one message per group_key. Eligible: state active,
+  // not expired (expires_at == 0 || expires_at > now), and, when it has a
+  // group_key, the head of its group: no live message of the same queue and
+  // group_key with a lower seq (locked — expired lease or not —, deferred,
+  // scheduled, or active).
+  //   PeekLock: state → locked, delivery_count += 1, lock_token = tokens[i],
+  //     locked_until = req.locked_until.
+  //   ReceiveAndDelete: the row is deleted; the returned copy has
+  //     delivery_count += 1, an empty token and locked_until 0.
+  // The returned Message reflects the committed row (state locked for
+  // PeekLock). A candidate the claim meets that is TTL-expired is expired as
+  // ExpireMessages would; a candidate whose delivery_count already reached the
+  // queue's max_delivery_count (e.g. the config was lowered) is dead-lettered
+  // with kReasonMaxDelivery instead of delivered (§7.4). Neither counts
+  // towards max_messages.
+  // Atomicity (G2): selecting and locking a message is one indivisible step —
+  // two concurrent Claims, in this process or any other engine sharing the
+  // store, never return the same message, and group order holds across them.
+  // Cost (SPEC §11): O(log n + k) for k returned, independent of how many
+  // blocked group members, locked, scheduled or dead rows exist.
+  virtual Result<std::vector<Message>> Claim(const QueueRecord& queue,
+                                             const ClaimRequest& req) = 0;
+
+  // Locks deferred message `seq` (SPEC §6 ReceiveDeferred): state → locked,
+  // delivery_count += 1, token and locked_until as given. NotFound if `seq` is
+  // not a deferred message of this queue.
+  virtual Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq,
+                                        const LockToken& token, int64_t now,
+                                        int64_t locked_until) = 0;
+
+  // ---- Settle (SPEC §3, §6) --------------------------------------------------
+
+  // Applies req.op to message `req.seq` if and only if it is locked under
+  // exactly req.token and locked_until > req.now; LockLost otherwise (the
+  // store must not rely on maintenance having reaped expired leases), with
+  // nothing changed.
+  //   Complete: delete.
+  //   Abandon:  if delivery_count ≥ max_delivery_count → dead-lettered
+  //             (kReasonMaxDelivery); else delay 0 → active, delay > 0 →
+  //             scheduled with visible_at = now + delay.
+  //   Reject:   dead-lettered with req.reason / req.description.
+  //   Defer:    deferred.
+  //   Renew:    locked_until = max(locked_until, req.renew_until).
+  // Every transition out of locked (except Renew) clears the token and lease.
+  // Dead-lettering sets dead_lettered_at = now. A message leaving its group
+  // (deleted or dead-lettered) hands headship to the next live member.
+  virtual Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) = 0;
+
+  // ---- Inspection and DLQ (SPEC §6) ------------------------------------------
+
+  // Messages with seq > from_seq in seq order (optionally of one state), at
+  // most max_messages. Takes no lock; changes nothing.
+  virtual Result<std::vector<Message>> Peek(const QueueRecord& queue,
+                                            const PeekOptions& options) = 0;
+  // Counts per state, total, body bytes, age of the oldest claimable message.
+  virtual Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) = 0;
+  // Moves dead letters (oldest dead-lettered first, at most max_messages if >
+  // 0, only those dead-lettered at or before now − older_than_ms) to `target`
+  // as new active messages: new seq, delivery_count 0, dead-letter fields
+  // cleared, every other field kept. Returns how many moved.
+  virtual Result<int64_t> Redrive(const QueueRecord& queue, const QueueRecord& target,
+                                  const RedriveOptions& options, int64_t now) = 0;
+  // Deletes dead letters (same selection as Redrive). Returns how many.
+  virtual Result<int64_t> PurgeDeadLetters(const QueueRecord& queue,
+                                           const PurgeOptions& options, int64_t now) = 0;
+
+  // ---- Maintenance and recovery (SPEC §3, §6, §7.1) --------------------------
+  // Each step works on one queue, touches at most `limit` messages, seeks an
+  // index (never scans the backlog) and returns how many it changed; a return
+  // of `limit` means there may be more.
+
+  // Scheduled with visible_at ≤ now → active.
+  virtual Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) = 0;
+  // Locked with locked_until ≤ now (all_locked: every locked row, for recovery
+  // of an exclusive store at open) → active, or dead-lettered with
+  // kReasonMaxDelivery if delivery_count ≥ max_delivery_count.
+  virtual Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
+                                       int64_t limit) = 0;
+  // Active, scheduled or deferred with 0 < expires_at ≤ now → dead-lettered
+  // (kReasonTTLExpired) if dead_letter_on_expire, else deleted. Locked rows
+  // are left alone: they expire once their lease ends unsettled.
+  virtual Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) = 0;
+  // Deletes the oldest dead letters first until the queue's DLQ is within
+  // every bound (age measured from dead_lettered_at; count; body bytes).
+  // Touches nothing but dead letters.
+  virtual Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& bounds,
+                                           int64_t now, int64_t limit) = 0;
+
+  // ---- Savepoints and the native handle --------------------------------------
+
+  // Runs `body` so that, if it fails, everything it did is undone while the
+  // enclosing transaction stays usable; on success its writes join the
+  // enclosing transaction. Returns the body's status.
+  virtual Status Savepoint(const std::function<Status(StoreTxn&)>& body) = 0;
+
+  // The native transaction handle for Tx (SPEC §8), valid only during the
+  // current Run's body; nullptr if the store has none.
+  virtual void* NativeHandle() { return nullptr; }
+};
+
+enum class TxnKind : int {
+  kRead = 0,   // the body only reads (Peek, Stats, GetQueue, ListQueues)
+  kWrite = 1,  // the body may write
+};
+
+class Store {
+ public:
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  // Releases everything, including an embedded store's file lock. Must not be
+  // called while a Run is in progress.
+  virtual ~Store() = default;
+
+  virtual StoreCapabilities Capabilities() const = 0;
+
+  // Runs `body` in one transaction of `kind` and commits iff it returns OK;
+  // returns the body's error (after rolling back) or the commit's. The store
+  // may run `body` more than once (e.g. to grow an LMDB map or retry a
+  // PostgreSQL serialization failure) only when `rerunnable` is true; a body
+  // from Tx (SPEC §8) runs application code and is never rerun.
+  virtual Status Run(TxnKind kind, bool rerunnable,
+                     const std::function<Status(StoreTxn&)>& body) = 0;
+};
+
+// Forwards every call to a target, so tests can inject faults by overriding
+// one method (LevelDB's EnvWrapper). Override WrapTxn to substitute a
+// StoreTxnWrapper subclass for the transaction object the body sees.
+class StoreTxnWrapper : public StoreTxn {
+ public:
+  explicit StoreTxnWrapper(StoreTxn* target) : target_(target) {}
+  StoreTxn* target() const { return target_; }
+
+  Result<QueueRecord> UpsertQueue(const QueueConfig& c, int64_t now, bool* created) override {
+    return target_->UpsertQueue(c, now, created);
+  }
+  Result<QueueRecord> GetQueue(std::string_view name) override { return target_->GetQueue(name); }
+  Result<std::vector<QueueRecord>> ListQueues() override { return target_->ListQueues(); }
+  Status DeleteQueue(const QueueRecord& q) override { return target_->DeleteQueue(q); }
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& q,
+                                       std::span<const EnqueueItem> items) override {
+    return target_->Enqueue(q, items);
+  }
+  Status CancelScheduled(const QueueRecord& q, int64_t seq) override {
+    return target_->CancelScheduled(q, seq);
+  }
+  Result<std::vector<Message>> Claim(const QueueRecord& q, const ClaimRequest& r) override {
+    return target_->Claim(q, r);
+  }
+  Result<Message> ClaimDeferred(const QueueRecord& q, int64_t seq, const LockToken& t,
+                                int64_t now, int64_t until) override {
+    return target_->ClaimDeferred(q, seq, t, now, until);
+  }
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
+    return target_->Settle(q, r);
+  }
+  Result<std::vector<Message>> Peek(const QueueRecord& q, const PeekOptions& o) override {
+    return target_->Peek(q, o);
+  }
+  Result<QueueStats> Stats(const QueueRecord& q, int64_t now) override {
+    return target_->Stats(q, now);
+  }
+  Result<int64_t> Redrive(const QueueRecord& q, const QueueRecord& t, const RedriveOptions& o,
+                          int64_t now) override {
+    return target_->Redrive(q, t, o, now);
+  }
+  Result<int64_t> PurgeDeadLetters(const QueueRecord& q, const PurgeOptions& o,
+                                   int64_t now) override {
+    return target_->PurgeDeadLetters(q, o, now);
+  }
+  Result<int64_t> PromoteDue(const QueueRecord& q, int64_t now, int64_t limit) override {
+    return target_->PromoteDue(q, now, limit);
+  }
+  Result<int64_t> ReclaimLocks(const QueueRecord& q, int64_t now, bool all,
+                               int64_t limit) override {
+    return target_->ReclaimLocks(q, now, all, limit);
+  }
+  Result<int64_t> ExpireMessages(const QueueRecord& q, int64_t now, int64_t limit) override {
+    return target_->ExpireMessages(q, now, limit);
+  }
+  Result<int64_t> EnforceRetention(const QueueRecord& q, const RetentionBounds& b, int64_t now,
+                                   int64_t limit) override {
+    return target_->EnforceRetention(q, b, now, limit);
+  }
+  // Runs the savepoint on the target, presenting *this* wrapper to the body so
+  // overrides stay in effect inside it.
+  Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
+    return target_->Savepoint([&](StoreTxn&) { return body(*this); });
+  }
+  void* NativeHandle() override { return target_->NativeHandle(); }
+
+ private:
+  StoreTxn* target_;
+};
+
+class StoreWrapper : public Store {
+ public:
+  explicit StoreWrapper(std::unique_ptr<Store> target) : target_(std::move(target)) {}
+  Store* target() const { return target_.get(); }
+
+  StoreCapabilities Capabilities() const override { return target_->Capabilities(); }
+  Status Run(TxnKind kind, bool rerunnable,
+             const std::function<Status(StoreTxn&)>& body) override {
+    return target_->Run(kind, rerunnable, [&](StoreTxn& inner) {
+      std::unique_ptr<StoreTxn> wrapped = WrapTxn(&inner);
+      return body(*wrapped);
+    });
+  }
+
+ protected:
+  // Returns the transaction object the engine's body sees. Default: a plain
+  // forwarding StoreTxnWrapper.
+  virtual std::unique_ptr<StoreTxn> WrapTxn(StoreTxn* inner) {
+    return std::make_unique<StoreTxnWrapper>(inner);
+  }
+
+ private:
+  std::unique_ptr<Store> target_;
+};
+
+}  // namespace mqlite
+
+#endif  // MQLITE_STORE_H_
