@@ -73,8 +73,18 @@ struct StoreCapabilities {
 // reused for another queue.
 struct QueueRecord {
   int64_t id = 0;
-  QueueConfig config;  // fully resolved (no zero "defaults" left)
+  QueueConfig config;  // as the application gave it (zeros inherit engine defaults)
 };
+
+// The ordering group a message belongs to in a queue of `ordering` (SPEC §5):
+// standard and group_fifo → its group_id (nullopt = ungrouped); strict_fifo →
+// "" for every message (the whole queue is one group). The one definition
+// used by the engine on send and by stores on Redrive.
+inline std::optional<std::string> GroupKeyFor(Ordering ordering,
+                                              const std::optional<std::string>& group_id) {
+  if (ordering == Ordering::kStrictFifo) return std::string();
+  return group_id;
+}
 
 // One message to insert (built and validated by the engine).
 struct EnqueueItem {
@@ -232,7 +242,9 @@ class StoreTxn {
   // Moves dead letters (oldest dead-lettered first, at most max_messages if >
   // 0, only those dead-lettered at or before now − older_than_ms) to `target`
   // as new active messages: new seq, delivery_count 0, dead-letter fields
-  // cleared, every other field kept. Returns how many moved.
+  // cleared, every other field kept; the group key is recomputed for the
+  // target with GroupKeyFor. A dead letter without group_id is skipped (stays
+  // dead-lettered) when the target is group_fifo. Returns how many moved.
   virtual Result<int64_t> Redrive(const QueueRecord& queue, const QueueRecord& target,
                                   const RedriveOptions& options, int64_t now) = 0;
   // Deletes dead letters (same selection as Redrive). Returns how many.
@@ -252,7 +264,7 @@ class StoreTxn {
   virtual Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
                                        int64_t limit) = 0;
   // Active, scheduled or deferred with 0 < expires_at ≤ now → dead-lettered
-  // (kReasonTTLExpired) if dead_letter_on_expire, else deleted. Locked rows
+  // (kReasonTtlExpired) if dead_letter_on_expire, else deleted. Locked rows
   // are left alone: they expire once their lease ends unsettled.
   virtual Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) = 0;
   // Deletes the oldest dead letters first until the queue's DLQ is within

@@ -1,0 +1,52 @@
+// Argument validation and limits (SPEC §2, §4, §5, §6). One place for every
+// rule, so error codes and messages are the same whichever call hits them.
+#ifndef MQLITE_CORE_SRC_VALIDATE_H_
+#define MQLITE_CORE_SRC_VALIDATE_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "mqlite/engine.h"
+#include "mqlite/status.h"
+#include "mqlite/store.h"
+#include "mqlite/types.h"
+
+namespace mqlite::internal {
+
+inline constexpr int64_t kMinLockMs = 1'000;
+inline constexpr int64_t kMaxLockMs = 12LL * 3600 * 1000;
+inline constexpr int32_t kMaxDeliveryLimit = 1'000;
+inline constexpr size_t kMaxIdBytes = 128;
+inline constexpr size_t kMaxTextBytes = 1'024;  // subject, content_type, reject description
+inline constexpr size_t kMaxProperties = 64;
+inline constexpr size_t kMaxPropertyKeyBytes = 128;
+inline constexpr size_t kMaxPropertyValueBytes = 4'096;
+inline constexpr int kMaxReceive = 256;
+inline constexpr int64_t kMaxWaitMs = 20'000;
+inline constexpr size_t kMaxSettleBatch = 512;
+inline constexpr int kMaxPeek = 1'000;
+inline constexpr int64_t kMaxDelayMs = 365LL * 24 * 3600 * 1000;  // delay, schedule horizon
+inline constexpr int64_t kMaxTtlMs = 100LL * 365 * 24 * 3600 * 1000;
+inline constexpr int64_t kMaxMessageBytesLimit = 256LL << 20;
+
+// "queue 'name'" — the prefix every message about a queue starts with.
+std::string QueueLabel(std::string_view name);
+
+Status ValidateQueueName(std::string_view name);
+Status ValidateQueueConfig(const QueueConfig& config);
+Status ValidateReceive(std::string_view queue, const ReceiveOptions& options);
+Status ValidateSeq(std::string_view queue, int64_t seq);
+Status ValidateToken(std::string_view queue, int64_t seq, const LockToken& token);
+Status ValidatePeek(std::string_view queue, const PeekOptions& options);
+
+// Validates `m` for `queue` and fills `item` (times, state, group key).
+// `slot` is the message's index in its batch, named in error messages.
+Status BuildEnqueueItem(const QueueRecord& queue, const EngineOptions& engine,
+                        const OutgoingMessage& m, size_t slot, int64_t now, EnqueueItem* item);
+
+// Resolves a queue's DLQ retention against the engine defaults (SPEC §2).
+RetentionBounds ResolveRetention(const QueueConfig& config, const EngineOptions& engine);
+
+}  // namespace mqlite::internal
+
+#endif  // MQLITE_CORE_SRC_VALIDATE_H_

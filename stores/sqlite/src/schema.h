@@ -1,0 +1,94 @@
+// The canonical SQLite layout (SPEC §10). Changing any statement here requires
+// a new kSqliteSchemaToken: files written with another token are refused.
+//
+// Design (docs/sqlite-store.md):
+// - One row per message; state is a column; seq is an AUTOINCREMENT rowid, so
+//   it is never reused, even after the newest row is deleted.
+// - Group order without probing: `is_head` is 1 for an ungrouped message and
+//   for the lowest-seq live (not dead-lettered) member of each group. The
+//   claim index holds only active heads, so blocked group members are never
+//   visited; when a head leaves its group (deleted or dead-lettered) the next
+//   member is promoted with one seek of mqlite_msg_group.
+// - One partial index per state path; every claim, settle and maintenance
+//   query seeks one of them.
+// - Text fields are BLOBs so NUL bytes round-trip; NULL = absent.
+#ifndef MQLITE_STORES_SQLITE_SRC_SCHEMA_H_
+#define MQLITE_STORES_SQLITE_SRC_SCHEMA_H_
+
+namespace mqlite::internal {
+
+inline constexpr const char* kSqliteSchema[] = {
+    "CREATE TABLE mqlite_meta (\n"
+    "  key   TEXT PRIMARY KEY,\n"
+    "  value TEXT NOT NULL\n"
+    ") STRICT, WITHOUT ROWID",
+
+    "CREATE TABLE mqlite_queues (\n"
+    "  id                    INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  name                  TEXT NOT NULL UNIQUE,\n"
+    "  lock_duration_ms      INTEGER NOT NULL,\n"
+    "  max_delivery_count    INTEGER NOT NULL,\n"
+    "  default_ttl_ms        INTEGER NOT NULL,\n"
+    "  dead_letter_on_expire INTEGER NOT NULL,\n"
+    "  dedup_window_ms       INTEGER NOT NULL,\n"
+    "  ordering              INTEGER NOT NULL,\n"
+    "  dlq_max_age_ms        INTEGER NOT NULL,\n"
+    "  dlq_max_count         INTEGER NOT NULL,\n"
+    "  dlq_max_bytes         INTEGER NOT NULL,\n"
+    "  max_message_bytes     INTEGER NOT NULL,\n"
+    "  dlq_count             INTEGER NOT NULL DEFAULT 0,\n"
+    "  dlq_bytes             INTEGER NOT NULL DEFAULT 0,\n"
+    "  created_at            INTEGER NOT NULL\n"
+    ") STRICT",
+
+    "CREATE TABLE mqlite_messages (\n"
+    "  seq                     INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  queue_id                INTEGER NOT NULL,\n"
+    "  state                   INTEGER NOT NULL,\n"
+    "  is_head                 INTEGER NOT NULL,\n"
+    "  priority                INTEGER NOT NULL,\n"
+    "  group_key               BLOB,\n"
+    "  enqueued_at             INTEGER NOT NULL,\n"
+    "  visible_at              INTEGER NOT NULL,\n"
+    "  expires_at              INTEGER NOT NULL,\n"
+    "  delivery_count          INTEGER NOT NULL,\n"
+    "  locked_until            INTEGER NOT NULL,\n"
+    "  lock_token              BLOB,\n"
+    "  dead_lettered_at        INTEGER NOT NULL,\n"
+    "  dead_letter_reason      BLOB,\n"
+    "  dead_letter_description BLOB,\n"
+    "  message_id              BLOB,\n"
+    "  group_id                BLOB,\n"
+    "  subject                 BLOB,\n"
+    "  correlation_id          BLOB,\n"
+    "  content_type            BLOB,\n"
+    "  properties              BLOB,\n"
+    "  body                    BLOB NOT NULL,\n"
+    "  body_size               INTEGER NOT NULL\n"
+    ") STRICT",
+
+    // Claim: active heads in delivery order.
+    "CREATE INDEX mqlite_msg_claim ON mqlite_messages (queue_id, priority DESC, seq)\n"
+    "  WHERE state = 0 AND is_head = 1",
+    // Next head of a group.
+    "CREATE INDEX mqlite_msg_group ON mqlite_messages (queue_id, group_key, seq)\n"
+    "  WHERE group_key IS NOT NULL AND state <> 4",
+    // Scheduled by due time.
+    "CREATE INDEX mqlite_msg_due ON mqlite_messages (queue_id, visible_at)\n"
+    "  WHERE state = 3",
+    // Leases by expiry.
+    "CREATE INDEX mqlite_msg_lease ON mqlite_messages (queue_id, locked_until)\n"
+    "  WHERE state = 1",
+    // TTL by deadline (locked rows expire only once their lease ends).
+    "CREATE INDEX mqlite_msg_ttl ON mqlite_messages (queue_id, expires_at)\n"
+    "  WHERE expires_at > 0 AND state IN (0, 2, 3)",
+    // Dead letters, oldest first (retention, redrive, purge).
+    "CREATE INDEX mqlite_msg_dlq ON mqlite_messages (queue_id, dead_lettered_at, seq)\n"
+    "  WHERE state = 4",
+    // Peek by state, stats, queue deletion.
+    "CREATE INDEX mqlite_msg_state ON mqlite_messages (queue_id, state, seq)",
+};
+
+}  // namespace mqlite::internal
+
+#endif  // MQLITE_STORES_SQLITE_SRC_SCHEMA_H_

@@ -1,0 +1,1019 @@
+// The SQLite reference store. See schema.h for the layout and
+// docs/sqlite-store.md for the design.
+//
+// Concurrency: one connection, opened with SQLITE_OPEN_NOMUTEX and guarded by
+// mu_; Run() serialises bodies. The file is exclusive to this store (SPEC §9),
+// so no other writer exists and BEGIN IMMEDIATE never waits.
+#include "mqlite/sqlite.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "file_lock.h"
+#include "schema.h"
+
+namespace mqlite {
+
+const char* const kSqliteSchemaToken = "mqlite-sqlite-1";
+
+namespace internal {
+namespace {
+
+constexpr int kActive = static_cast<int>(MessageState::kActive);
+constexpr int kLocked = static_cast<int>(MessageState::kLocked);
+constexpr int kDeferred = static_cast<int>(MessageState::kDeferred);
+constexpr int kScheduled = static_cast<int>(MessageState::kScheduled);
+constexpr int kDead = static_cast<int>(MessageState::kDeadLettered);
+
+// The one mapping from SQLite result codes to mqlite codes (SPEC §10). An
+// embedded store never retries: a failed statement did not happen.
+Status ToStatus(int rc, sqlite3* db, std::string_view what) {
+  std::string msg(what);
+  msg += ": ";
+  msg += db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+      return Status::OK();
+    case SQLITE_FULL:
+      return Status::StoreFull(msg);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_NOMEM:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PROTOCOL:
+    case SQLITE_READONLY:
+      return Status::Unavailable(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_FORMAT:
+      return Status::Corruption(msg);
+    case SQLITE_INTERRUPT:
+      return Status::Cancelled(msg);
+    default:
+      return Status::Internal(msg);
+  }
+}
+
+// Properties are stored as repeated (u32 key length, key, u32 value length,
+// value), little-endian; NULL when empty.
+std::string EncodeProperties(const std::map<std::string, std::string>& props) {
+  std::string out;
+  auto put = [&](const std::string& s) {
+    uint32_t n = static_cast<uint32_t>(s.size());
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+    out += s;
+  };
+  for (const auto& [k, v] : props) {
+    put(k);
+    put(v);
+  }
+  return out;
+}
+
+Status DecodeProperties(std::string_view in, std::map<std::string, std::string>* out) {
+  out->clear();
+  size_t pos = 0;
+  auto get = [&](std::string* s) -> bool {
+    if (in.size() - pos < 4) return false;
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<uint8_t>(in[pos + i])) << (8 * i);
+    pos += 4;
+    if (in.size() - pos < n) return false;
+    s->assign(in.substr(pos, n));
+    pos += n;
+    return true;
+  };
+  while (pos < in.size()) {
+    std::string k, v;
+    if (!get(&k) || !get(&v)) return Status::Corruption("malformed properties blob");
+    (*out)[std::move(k)] = std::move(v);
+  }
+  return Status::OK();
+}
+
+class Conn;
+
+// A cached prepared statement in use: binds left to right, resets on scope
+// exit. SQL must be a string literal (the cache is keyed by its address).
+class Query {
+ public:
+  Query(Conn* conn, const char* sql);
+  ~Query() {
+    if (st_) {
+      sqlite3_reset(st_);
+      sqlite3_clear_bindings(st_);
+    }
+  }
+  Query(const Query&) = delete;
+  Query& operator=(const Query&) = delete;
+
+  Query& Int(int64_t v) {
+    if (st_) sqlite3_bind_int64(st_, ++idx_, v);
+    return *this;
+  }
+  Query& Text(std::string_view v) {
+    if (st_) sqlite3_bind_text(st_, ++idx_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  // Bytes as a BLOB; "" is a zero-length BLOB, distinct from NULL.
+  Query& Bytes(std::string_view v) {
+    if (!st_) return *this;
+    if (v.empty()) {
+      sqlite3_bind_zeroblob(st_, ++idx_, 0);
+    } else {
+      sqlite3_bind_blob(st_, ++idx_, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    }
+    return *this;
+  }
+  Query& OptBytes(const std::optional<std::string>& v) {
+    if (!v) return Null();
+    return Bytes(*v);
+  }
+  Query& Null() {
+    if (st_) sqlite3_bind_null(st_, ++idx_);
+    return *this;
+  }
+  Query& Token(const LockToken& t) {
+    return Bytes(std::string_view(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size()));
+  }
+
+  // true: a row is available; false: done.
+  Result<bool> Step();
+  // Runs to completion (no rows expected or wanted).
+  Status Exec() {
+    for (;;) {
+      auto r = Step();
+      if (!r) return r.error();
+      if (!*r) return Status::OK();
+    }
+  }
+
+  int64_t ColInt(int c) const { return sqlite3_column_int64(st_, c); }
+  bool IsNull(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
+  std::string ColBytes(int c) const {
+    const void* p = sqlite3_column_blob(st_, c);
+    int n = sqlite3_column_bytes(st_, c);
+    return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
+  }
+  std::optional<std::string> ColOptBytes(int c) const {
+    if (IsNull(c)) return std::nullopt;
+    return ColBytes(c);
+  }
+  LockToken ColToken(int c) const {
+    LockToken t;
+    if (IsNull(c)) return t;
+    std::string b = ColBytes(c);
+    if (b.size() == t.bytes.size()) std::memcpy(t.bytes.data(), b.data(), b.size());
+    return t;
+  }
+
+ private:
+  Conn* conn_;
+  const char* sql_;
+  sqlite3_stmt* st_ = nullptr;
+  int idx_ = 0;
+};
+
+class Conn {
+ public:
+  explicit Conn(sqlite3* db) : db_(db) {}
+  ~Conn() {
+    for (auto& [sql, st] : cache_) sqlite3_finalize(st);
+    sqlite3_close_v2(db_);
+  }
+  sqlite3* db() const { return db_; }
+
+  // nullptr on failure, with the error in *status.
+  sqlite3_stmt* Prepare(const char* sql, Status* status) {
+    auto it = cache_.find(sql);
+    if (it != cache_.end()) return it->second;
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr);
+    if (rc != SQLITE_OK) {
+      *status = ToStatus(rc, db_, std::string("prepare [") + sql + "]");
+      return nullptr;
+    }
+    cache_.emplace(sql, st);
+    return st;
+  }
+
+  Status ExecScript(const char* sql, std::string_view what) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+    if (err) sqlite3_free(err);
+    return rc == SQLITE_OK ? Status::OK() : ToStatus(rc, db_, what);
+  }
+
+ private:
+  sqlite3* db_;
+  std::unordered_map<const char*, sqlite3_stmt*> cache_;
+};
+
+Query::Query(Conn* conn, const char* sql) : conn_(conn), sql_(sql) {
+  Status ignored;
+  st_ = conn_->Prepare(sql, &ignored);
+}
+
+Result<bool> Query::Step() {
+  if (!st_) {
+    Status s;
+    conn_->Prepare(sql_, &s);
+    return s.ok() ? Status::Internal("statement not prepared") : s;
+  }
+  int rc = sqlite3_step(st_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return ToStatus(rc, conn_->db(), "step");
+}
+
+// Column list shared by every query that returns a whole message; ReadMessage
+// decodes it.
+#define MQ_MSG_COLS                                                                           \
+  "seq, state, priority, enqueued_at, visible_at, expires_at, delivery_count, locked_until, " \
+  "lock_token, dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "  \
+  "group_id, subject, correlation_id, content_type, properties, body"
+
+Result<Message> ReadMessage(const Query& q, const std::string& queue_name) {
+  Message m;
+  m.seq = q.ColInt(0);
+  m.queue = queue_name;
+  m.state = static_cast<MessageState>(q.ColInt(1));
+  m.priority = static_cast<int>(q.ColInt(2));
+  m.enqueued_at = q.ColInt(3);
+  m.visible_at = q.ColInt(4);
+  m.expires_at = q.ColInt(5);
+  m.delivery_count = static_cast<int32_t>(q.ColInt(6));
+  m.locked_until = q.ColInt(7);
+  m.lock_token = q.ColToken(8);
+  m.dead_lettered_at = q.ColInt(9);
+  m.dead_letter_reason = q.ColOptBytes(10);
+  m.dead_letter_description = q.ColOptBytes(11);
+  m.message_id = q.ColOptBytes(12);
+  m.group_id = q.ColOptBytes(13);
+  m.subject = q.ColOptBytes(14);
+  m.correlation_id = q.ColOptBytes(15);
+  m.content_type = q.ColOptBytes(16);
+  if (!q.IsNull(17)) MQLITE_RETURN_IF_ERROR(DecodeProperties(q.ColBytes(17), &m.properties));
+  m.body = q.ColBytes(18);
+  return m;
+}
+
+#define MQ_QUEUE_COLS                                                                         \
+  "id, name, lock_duration_ms, max_delivery_count, default_ttl_ms, dead_letter_on_expire, "  \
+  "dedup_window_ms, ordering, dlq_max_age_ms, dlq_max_count, dlq_max_bytes, max_message_bytes"
+
+QueueRecord ReadQueue(const Query& q) {
+  QueueRecord r;
+  r.id = q.ColInt(0);
+  r.config.name = q.ColBytes(1);
+  r.config.lock_duration_ms = q.ColInt(2);
+  r.config.max_delivery_count = static_cast<int32_t>(q.ColInt(3));
+  r.config.default_ttl_ms = q.ColInt(4);
+  r.config.dead_letter_on_expire = q.ColInt(5) != 0;
+  r.config.dedup_window_ms = q.ColInt(6);
+  r.config.ordering = static_cast<Ordering>(q.ColInt(7));
+  r.config.dlq_max_age_ms = q.ColInt(8);
+  r.config.dlq_max_count = q.ColInt(9);
+  r.config.dlq_max_bytes = q.ColInt(10);
+  r.config.max_message_bytes = q.ColInt(11);
+  return r;
+}
+
+// The few columns settle and maintenance decisions need.
+struct RowRef {
+  int64_t seq = 0;
+  int state = 0;
+  bool is_head = false;
+  std::optional<std::string> group_key;
+  int64_t body_size = 0;
+  int64_t expires_at = 0;
+  int32_t delivery_count = 0;
+  int64_t locked_until = 0;
+  LockToken token;
+};
+
+#define MQ_REF_COLS \
+  "seq, state, is_head, group_key, body_size, expires_at, delivery_count, locked_until, lock_token"
+
+RowRef ReadRef(const Query& q) {
+  RowRef r;
+  r.seq = q.ColInt(0);
+  r.state = static_cast<int>(q.ColInt(1));
+  r.is_head = q.ColInt(2) != 0;
+  r.group_key = q.ColOptBytes(3);
+  r.body_size = q.ColInt(4);
+  r.expires_at = q.ColInt(5);
+  r.delivery_count = static_cast<int32_t>(q.ColInt(6));
+  r.locked_until = q.ColInt(7);
+  r.token = q.ColToken(8);
+  return r;
+}
+
+class SqliteTxn final : public StoreTxn {
+ public:
+  explicit SqliteTxn(Conn* conn) : c_(conn) {}
+
+  // ---- Queues ----
+
+  Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
+    auto existing = GetQueue(cfg.name);
+    if (existing) {
+      if (existing->config.ordering != cfg.ordering) {
+        Query any(c_, "SELECT 1 FROM mqlite_messages WHERE queue_id = ? LIMIT 1");
+        any.Int(existing->id);
+        MQLITE_ASSIGN_OR_RETURN(bool has, any.Step());
+        if (has) {
+          return Status::InvalidArgument(
+              "queue '" + cfg.name + "': ordering cannot change from " +
+              std::string(OrderingName(existing->config.ordering)) + " to " +
+              std::string(OrderingName(cfg.ordering)) + " while the queue holds messages");
+        }
+      }
+      Query u(c_,
+              "UPDATE mqlite_queues SET lock_duration_ms = ?, max_delivery_count = ?, "
+              "default_ttl_ms = ?, dead_letter_on_expire = ?, dedup_window_ms = ?, ordering = ?, "
+              "dlq_max_age_ms = ?, dlq_max_count = ?, dlq_max_bytes = ?, max_message_bytes = ? "
+              "WHERE id = ?");
+      BindConfig(u, cfg).Int(existing->id);
+      MQLITE_RETURN_IF_ERROR(u.Exec());
+      if (created) *created = false;
+      return QueueRecord{existing->id, cfg};
+    }
+    if (existing.error().code() != StatusCode::kQueueNotFound) return existing.error();
+    Query ins(c_,
+              "INSERT INTO mqlite_queues (name, lock_duration_ms, max_delivery_count, "
+              "default_ttl_ms, dead_letter_on_expire, dedup_window_ms, ordering, dlq_max_age_ms, "
+              "dlq_max_count, dlq_max_bytes, max_message_bytes, created_at) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    ins.Text(cfg.name);
+    BindConfig(ins, cfg).Int(now);
+    MQLITE_RETURN_IF_ERROR(ins.Exec());
+    if (created) *created = true;
+    return QueueRecord{sqlite3_last_insert_rowid(c_->db()), cfg};
+  }
+
+  Result<QueueRecord> GetQueue(std::string_view name) override {
+    Query q(c_, "SELECT " MQ_QUEUE_COLS " FROM mqlite_queues WHERE name = ?");
+    q.Text(name);
+    MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
+    return ReadQueue(q);
+  }
+
+  Result<std::vector<QueueRecord>> ListQueues() override {
+    Query q(c_, "SELECT " MQ_QUEUE_COLS " FROM mqlite_queues ORDER BY name");
+    std::vector<QueueRecord> out;
+    for (;;) {
+      MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      out.push_back(ReadQueue(q));
+    }
+    return out;
+  }
+
+  Status DeleteQueue(const QueueRecord& queue) override {
+    Query dm(c_, "DELETE FROM mqlite_messages WHERE queue_id = ?");
+    dm.Int(queue.id);
+    MQLITE_RETURN_IF_ERROR(dm.Exec());
+    Query dq(c_, "DELETE FROM mqlite_queues WHERE id = ?");
+    dq.Int(queue.id);
+    return dq.Exec();
+  }
+
+  // ---- Enqueue ----
+
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
+                                       std::span<const EnqueueItem> items) override {
+    std::vector<int64_t> seqs;
+    seqs.reserve(items.size());
+    for (const EnqueueItem& it : items) {
+      const OutgoingMessage& m = *it.message;
+      bool head = true;
+      if (it.group_key) {
+        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(queue.id, *it.group_key));
+        head = !live;
+      }
+      Query ins(c_,
+                "INSERT INTO mqlite_messages (queue_id, state, is_head, priority, group_key, "
+                "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
+                "dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "
+                "group_id, subject, correlation_id, content_type, properties, body, body_size) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?)");
+      ins.Int(queue.id)
+          .Int(static_cast<int>(it.state))
+          .Int(head ? 1 : 0)
+          .Int(m.priority)
+          .OptBytes(it.group_key)
+          .Int(it.enqueued_at)
+          .Int(it.visible_at)
+          .Int(it.expires_at)
+          .OptBytes(m.message_id)
+          .OptBytes(m.group_id)
+          .OptBytes(m.subject)
+          .OptBytes(m.correlation_id)
+          .OptBytes(m.content_type);
+      if (m.properties.empty()) {
+        ins.Null();
+      } else {
+        ins.Bytes(EncodeProperties(m.properties));
+      }
+      ins.Bytes(m.body).Int(static_cast<int64_t>(m.body.size()));
+      MQLITE_RETURN_IF_ERROR(ins.Exec());
+      seqs.push_back(sqlite3_last_insert_rowid(c_->db()));
+    }
+    return seqs;
+  }
+
+  Status CancelScheduled(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    if (!row || row->state != kScheduled || row->delivery_count != 0) {
+      return Status::NotFound("seq " + std::to_string(seq) +
+                              " is not a scheduled, never-delivered message");
+    }
+    return Remove(queue, *row);
+  }
+
+  // ---- Claim ----
+
+  Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
+    std::vector<Message> out;
+    const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
+    if (peek_lock && req.tokens.size() < static_cast<size_t>(req.max_messages)) {
+      return Status::Internal("Claim: fewer tokens than max_messages");
+    }
+    std::set<int64_t> skipped;           // heads of groups already taken in this batch
+    std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
+    while (static_cast<int>(out.size()) < req.max_messages) {
+      std::vector<RowRef> cands;
+      {
+        Query q(c_,
+                "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_claim "
+                "WHERE queue_id = ? AND state = 0 AND is_head = 1 "
+                "ORDER BY priority DESC, seq LIMIT ?");
+        q.Int(queue.id).Int(req.max_messages - static_cast<int64_t>(out.size()) +
+                            static_cast<int64_t>(skipped.size()));
+        for (;;) {
+          MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) break;
+          cands.push_back(ReadRef(q));
+        }
+      }
+      bool progressed = false;
+      for (const RowRef& r : cands) {
+        if (static_cast<int>(out.size()) >= req.max_messages) break;
+        if (skipped.count(r.seq)) continue;
+        if (r.group_key && taken_groups.count(*r.group_key)) {
+          skipped.insert(r.seq);
+          continue;
+        }
+        progressed = true;
+        if (r.expires_at > 0 && r.expires_at <= req.now) {
+          MQLITE_RETURN_IF_ERROR(Expire(queue, r, req.now));
+          continue;
+        }
+        if (r.delivery_count >= queue.config.max_delivery_count) {
+          MQLITE_RETURN_IF_ERROR(
+              DeadLetter(queue, r, kReasonMaxDelivery, std::nullopt, req.now));
+          continue;
+        }
+        if (peek_lock) {
+          Query u(c_,
+                  "UPDATE mqlite_messages SET state = 1, lock_token = ?, locked_until = ?, "
+                  "delivery_count = delivery_count + 1 WHERE seq = ? RETURNING " MQ_MSG_COLS);
+          u.Token(req.tokens[out.size()]).Int(req.locked_until).Int(r.seq);
+          MQLITE_ASSIGN_OR_RETURN(bool row, u.Step());
+          if (!row) return Status::Internal("claim: row vanished");
+          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, queue.config.name));
+          out.push_back(std::move(m));
+        } else {
+          Query d(c_, "DELETE FROM mqlite_messages WHERE seq = ? RETURNING " MQ_MSG_COLS);
+          d.Int(r.seq);
+          MQLITE_ASSIGN_OR_RETURN(bool row, d.Step());
+          if (!row) return Status::Internal("claim: row vanished");
+          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(d, queue.config.name));
+          MQLITE_RETURN_IF_ERROR(d.Exec());  // finish the DELETE before promoting
+          m.delivery_count += 1;
+          m.state = MessageState::kActive;
+          m.lock_token = LockToken{};
+          m.locked_until = 0;
+          out.push_back(std::move(m));
+          if (r.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *r.group_key));
+        }
+        if (r.group_key) taken_groups.insert(*r.group_key);
+      }
+      if (!progressed) break;
+    }
+    return out;
+  }
+
+  Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq, const LockToken& token,
+                                int64_t now, int64_t locked_until) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    if (!row || row->state != kDeferred) {
+      return Status::NotFound("seq " + std::to_string(seq) + " is not a deferred message");
+    }
+    if (row->expires_at > 0 && row->expires_at <= now) {
+      return Status::NotFound("seq " + std::to_string(seq) + " has expired (TTL)");
+    }
+    if (row->delivery_count >= queue.config.max_delivery_count) {
+      return Status::NotFound("seq " + std::to_string(seq) + " has used all " +
+                              std::to_string(queue.config.max_delivery_count) + " deliveries");
+    }
+    Query u(c_,
+            "UPDATE mqlite_messages SET state = 1, lock_token = ?, locked_until = ?, "
+            "delivery_count = delivery_count + 1 WHERE seq = ? RETURNING " MQ_MSG_COLS);
+    u.Token(token).Int(locked_until).Int(seq);
+    MQLITE_ASSIGN_OR_RETURN(bool ok, u.Step());
+    if (!ok) return Status::Internal("claim deferred: row vanished");
+    return ReadMessage(u, queue.config.name);
+  }
+
+  // ---- Settle ----
+
+  Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, req.seq));
+    // SPEC §6: exact token and a live lease, whether or not maintenance ran.
+    if (!row || row->state != kLocked || !(row->token == req.token) ||
+        row->locked_until <= req.now) {
+      return Status::LockLost("seq " + std::to_string(req.seq) + " is not locked under this token");
+    }
+    SettleResult res;
+    switch (req.op) {
+      case SettleOp::kComplete:
+        MQLITE_RETURN_IF_ERROR(Remove(queue, *row));
+        res.deleted = true;
+        return res;
+      case SettleOp::kAbandon:
+        if (row->delivery_count >= queue.config.max_delivery_count) {
+          MQLITE_RETURN_IF_ERROR(
+              DeadLetter(queue, *row, kReasonMaxDelivery, std::nullopt, req.now));
+          res.new_state = MessageState::kDeadLettered;
+        } else if (req.delay_ms > 0) {
+          Query u(c_,
+                  "UPDATE mqlite_messages SET state = 3, visible_at = ?, lock_token = NULL, "
+                  "locked_until = 0 WHERE seq = ?");
+          u.Int(req.now + req.delay_ms).Int(row->seq);
+          MQLITE_RETURN_IF_ERROR(u.Exec());
+          res.new_state = MessageState::kScheduled;
+        } else {
+          MQLITE_RETURN_IF_ERROR(Unlock(row->seq, kActive));
+          res.new_state = MessageState::kActive;
+        }
+        return res;
+      case SettleOp::kReject:
+        MQLITE_RETURN_IF_ERROR(DeadLetter(queue, *row, req.reason, req.description, req.now));
+        res.new_state = MessageState::kDeadLettered;
+        return res;
+      case SettleOp::kDefer:
+        MQLITE_RETURN_IF_ERROR(Unlock(row->seq, kDeferred));
+        res.new_state = MessageState::kDeferred;
+        return res;
+      case SettleOp::kRenew: {
+        int64_t until = std::max(row->locked_until, req.renew_until);
+        Query u(c_, "UPDATE mqlite_messages SET locked_until = ? WHERE seq = ?");
+        u.Int(until).Int(row->seq);
+        MQLITE_RETURN_IF_ERROR(u.Exec());
+        res.new_state = MessageState::kLocked;
+        res.locked_until = until;
+        return res;
+      }
+    }
+    return Status::InvalidArgument("unknown settle operation");
+  }
+
+  // ---- Inspection and DLQ ----
+
+  Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {
+    std::vector<Message> out;
+    // One seek of mqlite_msg_state per state, merged by seq.
+    for (int s = kActive; s <= kDead; ++s) {
+      if (o.state && static_cast<int>(*o.state) != s) continue;
+      Query q(c_, "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE queue_id = ? AND state = ? "
+                  "AND seq > ? ORDER BY seq LIMIT ?");
+      q.Int(queue.id).Int(s).Int(o.from_seq).Int(o.max_messages);
+      for (;;) {
+        MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(q, queue.config.name));
+        out.push_back(std::move(m));
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const Message& a, const Message& b) { return a.seq < b.seq; });
+    if (out.size() > static_cast<size_t>(o.max_messages)) out.resize(o.max_messages);
+    return out;
+  }
+
+  Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) override {
+    QueueStats st;
+    Query q(c_, "SELECT state, count(*), sum(body_size) FROM mqlite_messages "
+                "WHERE queue_id = ? GROUP BY state");
+    q.Int(queue.id);
+    for (;;) {
+      MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      int64_t n = q.ColInt(1);
+      int64_t bytes = q.ColInt(2);
+      switch (static_cast<int>(q.ColInt(0))) {
+        case kActive: st.active = n; break;
+        case kLocked: st.locked = n; break;
+        case kDeferred: st.deferred = n; break;
+        case kScheduled: st.scheduled = n; break;
+        case kDead: st.dead_lettered = n; break;
+        default: return Status::Corruption("message with unknown state");
+      }
+      st.total += n;
+      st.body_bytes += bytes;
+    }
+    Query o(c_, "SELECT enqueued_at FROM mqlite_messages INDEXED BY mqlite_msg_state "
+                "WHERE queue_id = ? AND state = 0 AND is_head = 1 "
+                "AND (expires_at = 0 OR expires_at > ?) ORDER BY seq LIMIT 1");
+    o.Int(queue.id).Int(now);
+    MQLITE_ASSIGN_OR_RETURN(bool has, o.Step());
+    if (has) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - o.ColInt(0));
+    return st;
+  }
+
+  Result<int64_t> Redrive(const QueueRecord& queue, const QueueRecord& target,
+                          const RedriveOptions& o, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::vector<RowRef> rows,
+                            OldestDead(queue.id, now - o.older_than_ms, o.max_messages));
+    int64_t moved = 0;
+    for (const RowRef& r : rows) {
+      Query g(c_, "SELECT group_id FROM mqlite_messages WHERE seq = ?");
+      g.Int(r.seq);
+      MQLITE_ASSIGN_OR_RETURN(bool found, g.Step());
+      if (!found) continue;
+      std::optional<std::string> group_id = g.ColOptBytes(0);
+      if (target.config.ordering == Ordering::kGroupFifo && !group_id) continue;
+      std::optional<std::string> key = GroupKeyFor(target.config.ordering, group_id);
+      bool head = true;
+      if (key) {
+        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(target.id, *key));
+        head = !live;
+      }
+      int64_t expires = target.config.default_ttl_ms > 0 ? now + target.config.default_ttl_ms : 0;
+      Query ins(c_,
+                "INSERT INTO mqlite_messages (queue_id, state, is_head, priority, group_key, "
+                "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
+                "dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "
+                "group_id, subject, correlation_id, content_type, properties, body, body_size) "
+                "SELECT ?, 0, ?, priority, ?, enqueued_at, ?, ?, 0, 0, NULL, 0, NULL, NULL, "
+                "message_id, group_id, subject, correlation_id, content_type, properties, body, "
+                "body_size FROM mqlite_messages WHERE seq = ?");
+      ins.Int(target.id).Int(head ? 1 : 0).OptBytes(key).Int(now).Int(expires).Int(r.seq);
+      MQLITE_RETURN_IF_ERROR(ins.Exec());
+      MQLITE_RETURN_IF_ERROR(Remove(queue, r));
+      ++moved;
+    }
+    return moved;
+  }
+
+  Result<int64_t> PurgeDeadLetters(const QueueRecord& queue, const PurgeOptions& o,
+                                   int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::vector<RowRef> rows,
+                            OldestDead(queue.id, now - o.older_than_ms, o.max_messages));
+    for (const RowRef& r : rows) MQLITE_RETURN_IF_ERROR(Remove(queue, r));
+    return static_cast<int64_t>(rows.size());
+  }
+
+  // ---- Maintenance ----
+
+  Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    Query u(c_,
+            "UPDATE mqlite_messages SET state = 0 WHERE seq IN ("
+            "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_due "
+            "WHERE queue_id = ? AND state = 3 AND visible_at <= ? ORDER BY visible_at LIMIT ?)");
+    u.Int(queue.id).Int(now).Int(limit);
+    MQLITE_RETURN_IF_ERROR(u.Exec());
+    return static_cast<int64_t>(sqlite3_changes(c_->db()));
+  }
+
+  Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
+                               int64_t limit) override {
+    std::vector<RowRef> rows;
+    {
+      Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_lease "
+                  "WHERE queue_id = ? AND state = 1 AND locked_until <= ? "
+                  "ORDER BY locked_until LIMIT ?");
+      q.Int(queue.id).Int(all_locked ? INT64_MAX : now).Int(limit);
+      MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
+    }
+    for (const RowRef& r : rows) {
+      if (r.delivery_count >= queue.config.max_delivery_count) {
+        MQLITE_RETURN_IF_ERROR(DeadLetter(queue, r, kReasonMaxDelivery, std::nullopt, now));
+      } else {
+        MQLITE_RETURN_IF_ERROR(Unlock(r.seq, kActive));
+      }
+    }
+    return static_cast<int64_t>(rows.size());
+  }
+
+  Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    std::vector<RowRef> rows;
+    {
+      Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_ttl "
+                  "WHERE queue_id = ? AND expires_at > 0 AND state IN (0, 2, 3) "
+                  "AND expires_at <= ? ORDER BY expires_at LIMIT ?");
+      q.Int(queue.id).Int(now).Int(limit);
+      MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
+    }
+    for (const RowRef& r : rows) MQLITE_RETURN_IF_ERROR(Expire(queue, r, now));
+    return static_cast<int64_t>(rows.size());
+  }
+
+  Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& b, int64_t now,
+                                   int64_t limit) override {
+    if (b.max_age_ms <= 0 && b.max_count <= 0 && b.max_bytes <= 0) return 0;
+    int64_t count = 0, bytes = 0;
+    {
+      Query q(c_, "SELECT dlq_count, dlq_bytes FROM mqlite_queues WHERE id = ?");
+      q.Int(queue.id);
+      MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return Status::Internal("retention: queue row missing");
+      count = q.ColInt(0);
+      bytes = q.ColInt(1);
+    }
+    auto over = [&](int64_t dead_at) {
+      return (b.max_age_ms > 0 && dead_at <= now - b.max_age_ms) ||
+             (b.max_count > 0 && count > b.max_count) || (b.max_bytes > 0 && bytes > b.max_bytes);
+    };
+    std::vector<std::pair<RowRef, int64_t>> victims;
+    {
+      Query q(c_, "SELECT " MQ_REF_COLS ", dead_lettered_at FROM mqlite_messages "
+                  "INDEXED BY mqlite_msg_dlq WHERE queue_id = ? AND state = 4 "
+                  "ORDER BY dead_lettered_at, seq LIMIT ?");
+      q.Int(queue.id).Int(limit);
+      for (;;) {
+        MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        RowRef r = ReadRef(q);
+        int64_t dead_at = q.ColInt(9);
+        if (!over(dead_at)) break;  // oldest first: everything after is newer
+        count -= 1;
+        bytes -= r.body_size;
+        victims.emplace_back(std::move(r), dead_at);
+      }
+    }
+    for (const auto& [r, dead_at] : victims) MQLITE_RETURN_IF_ERROR(Remove(queue, r));
+    return static_cast<int64_t>(victims.size());
+  }
+
+  // ---- Savepoints, native handle ----
+
+  Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
+    std::string name = "mqlite_sp" + std::to_string(++savepoint_depth_);
+    Status s = c_->ExecScript(("SAVEPOINT " + name).c_str(), "savepoint");
+    if (s.ok()) {
+      s = body(*this);
+      if (s.ok()) {
+        s = c_->ExecScript(("RELEASE " + name).c_str(), "release savepoint");
+      } else {
+        (void)c_->ExecScript(("ROLLBACK TO " + name + "; RELEASE " + name).c_str(),
+                             "rollback savepoint");
+      }
+    }
+    --savepoint_depth_;
+    return s;
+  }
+
+  void* NativeHandle() override { return c_->db(); }
+
+ private:
+  Query& BindConfig(Query& q, const QueueConfig& c) {
+    return q.Int(c.lock_duration_ms)
+        .Int(c.max_delivery_count)
+        .Int(c.default_ttl_ms)
+        .Int(c.dead_letter_on_expire ? 1 : 0)
+        .Int(c.dedup_window_ms)
+        .Int(static_cast<int>(c.ordering))
+        .Int(c.dlq_max_age_ms)
+        .Int(c.dlq_max_count)
+        .Int(c.dlq_max_bytes)
+        .Int(c.max_message_bytes);
+  }
+
+  Status Collect(Query& q, std::vector<RowRef>* rows) {
+    for (;;) {
+      MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return Status::OK();
+      rows->push_back(ReadRef(q));
+    }
+  }
+
+  Result<std::optional<RowRef>> LoadRef(int64_t queue_id, int64_t seq) {
+    Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages WHERE seq = ? AND queue_id = ?");
+    q.Int(seq).Int(queue_id);
+    MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return std::optional<RowRef>();
+    return std::optional<RowRef>(ReadRef(q));
+  }
+
+  Result<bool> GroupHasLiveMember(int64_t queue_id, const std::string& key) {
+    Query q(c_, "SELECT 1 FROM mqlite_messages INDEXED BY mqlite_msg_group "
+                "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
+                "LIMIT 1");
+    q.Int(queue_id).Bytes(key);
+    return q.Step();
+  }
+
+  // Makes the lowest-seq live member of the group its head (after the old
+  // head left). One seek of mqlite_msg_group.
+  Status PromoteNext(int64_t queue_id, const std::string& key) {
+    Query q(c_, "UPDATE mqlite_messages SET is_head = 1 WHERE seq = ("
+                "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_group "
+                "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
+                "ORDER BY seq LIMIT 1)");
+    q.Int(queue_id).Bytes(key);
+    return q.Exec();
+  }
+
+  // locked → active or deferred: the lease and token go.
+  Status Unlock(int64_t seq, int state) {
+    Query u(c_, "UPDATE mqlite_messages SET state = ?, lock_token = NULL, locked_until = 0 "
+                "WHERE seq = ?");
+    u.Int(state).Int(seq);
+    return u.Exec();
+  }
+
+  // Deletes a row; keeps DLQ counters and group headship right.
+  Status Remove(const QueueRecord& queue, const RowRef& r) {
+    Query d(c_, "DELETE FROM mqlite_messages WHERE seq = ?");
+    d.Int(r.seq);
+    MQLITE_RETURN_IF_ERROR(d.Exec());
+    if (r.state == kDead) {
+      Query c(c_, "UPDATE mqlite_queues SET dlq_count = dlq_count - 1, "
+                  "dlq_bytes = dlq_bytes - ? WHERE id = ?");
+      c.Int(r.body_size).Int(queue.id);
+      MQLITE_RETURN_IF_ERROR(c.Exec());
+    }
+    if (r.is_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
+    return Status::OK();
+  }
+
+  Status DeadLetter(const QueueRecord& queue, const RowRef& r, std::string_view reason,
+                    const std::optional<std::string>& description, int64_t now) {
+    Query u(c_, "UPDATE mqlite_messages SET state = 4, is_head = 0, lock_token = NULL, "
+                "locked_until = 0, dead_lettered_at = ?, dead_letter_reason = ?, "
+                "dead_letter_description = ? WHERE seq = ?");
+    u.Int(now).Bytes(reason).OptBytes(description).Int(r.seq);
+    MQLITE_RETURN_IF_ERROR(u.Exec());
+    Query c(c_, "UPDATE mqlite_queues SET dlq_count = dlq_count + 1, "
+                "dlq_bytes = dlq_bytes + ? WHERE id = ?");
+    c.Int(r.body_size).Int(queue.id);
+    MQLITE_RETURN_IF_ERROR(c.Exec());
+    if (r.is_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
+    return Status::OK();
+  }
+
+  // SPEC §3 TTL: dead-letter or delete per the queue's dead_letter_on_expire.
+  Status Expire(const QueueRecord& queue, const RowRef& r, int64_t now) {
+    if (queue.config.dead_letter_on_expire) {
+      return DeadLetter(queue, r, kReasonTtlExpired, std::nullopt, now);
+    }
+    return Remove(queue, r);
+  }
+
+  // Dead letters dead-lettered at or before `cutoff`, oldest first.
+  Result<std::vector<RowRef>> OldestDead(int64_t queue_id, int64_t cutoff, int64_t max) {
+    std::vector<RowRef> rows;
+    Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_dlq "
+                "WHERE queue_id = ? AND state = 4 AND dead_lettered_at <= ? "
+                "ORDER BY dead_lettered_at, seq LIMIT ?");
+    q.Int(queue_id).Int(cutoff).Int(max > 0 ? max : -1);
+    MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
+    return rows;
+  }
+
+  Conn* c_;
+  int savepoint_depth_ = 0;
+};
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(std::unique_ptr<FileLock> lock, std::unique_ptr<Conn> conn)
+      : lock_(std::move(lock)), conn_(std::move(conn)) {}
+  ~SqliteStore() override {
+    conn_.reset();  // close the database before releasing the lock
+    lock_.reset();
+  }
+
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities c;
+    c.exclusive = true;
+    c.native_handle_type = "sqlite3";
+    c.crash_model = "process";
+    c.name = "sqlite";
+    return c;
+  }
+
+  Status Run(TxnKind kind, bool /*rerunnable*/,
+             const std::function<Status(StoreTxn&)>& body) override {
+    std::lock_guard<std::mutex> l(mu_);
+    MQLITE_RETURN_IF_ERROR(
+        conn_->ExecScript(kind == TxnKind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN", "begin"));
+    SqliteTxn txn(conn_.get());
+    Status s = body(txn);
+    if (!s.ok()) {
+      (void)conn_->ExecScript("ROLLBACK", "rollback");
+      return s;
+    }
+    s = conn_->ExecScript("COMMIT", "commit");
+    if (!s.ok() && !sqlite3_get_autocommit(conn_->db())) {
+      (void)conn_->ExecScript("ROLLBACK", "rollback");
+    }
+    return s;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<FileLock> lock_;
+  std::unique_ptr<Conn> conn_;
+};
+
+Result<std::optional<std::string>> ReadSchemaToken(Conn* conn) {
+  Query t(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mqlite_meta'");
+  MQLITE_ASSIGN_OR_RETURN(bool row, t.Step());
+  if (!row || t.ColInt(0) == 0) return std::optional<std::string>();
+  Query v(conn, "SELECT value FROM mqlite_meta WHERE key = 'schema_version'");
+  MQLITE_ASSIGN_OR_RETURN(bool has, v.Step());
+  if (!has) return std::optional<std::string>(std::string());
+  return std::optional<std::string>(v.ColBytes(0));
+}
+
+}  // namespace
+
+}  // namespace internal
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
+  using internal::Conn;
+  if (options.path.empty()) return Status::InvalidArgument("SqliteOptions.path is empty");
+  if (options.durability != Durability::kNormal && options.durability != Durability::kFull) {
+    return Status::InvalidArgument("SqliteOptions.durability is not kNormal or kFull");
+  }
+  // SPEC §9: lock first, so a refused open touches nothing.
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock,
+                          internal::FileLock::Acquire(options.path));
+  const std::string& path = lock->canonical_path();
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = internal::ToStatus(rc, db, "open '" + path + "'");
+    sqlite3_close_v2(db);
+    return s;
+  }
+  auto conn = std::make_unique<Conn>(db);
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 5000);  // only other, non-mqlite connections can contend
+
+  auto token = internal::ReadSchemaToken(conn.get());
+  if (!token) return token.error().WithContext("open '" + path + "'");
+  if (*token && **token != kSqliteSchemaToken) {
+    return Status::SchemaVersionMismatch("database '" + path + "' has schema version '" + **token +
+                                         "'; this build reads only '" + kSqliteSchemaToken + "'");
+  }
+  const bool fresh = !token->has_value();
+  if (fresh) {
+    // Must precede the first table of a new file to take effect.
+    MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA auto_vacuum = INCREMENTAL", "auto_vacuum"));
+  }
+  MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA journal_mode = WAL", "journal_mode"));
+  MQLITE_RETURN_IF_ERROR(conn->ExecScript(options.durability == Durability::kFull
+                                              ? "PRAGMA synchronous = FULL"
+                                              : "PRAGMA synchronous = NORMAL",
+                                          "synchronous"));
+  if (fresh) {
+    MQLITE_RETURN_IF_ERROR(conn->ExecScript("BEGIN IMMEDIATE", "begin"));
+    Status s;
+    for (const char* ddl : internal::kSqliteSchema) {
+      s = conn->ExecScript(ddl, "create schema");
+      if (!s.ok()) break;
+    }
+    if (s.ok()) {
+      internal::Query ins(conn.get(),
+                          "INSERT INTO mqlite_meta (key, value) VALUES ('schema_version', ?)");
+      ins.Text(kSqliteSchemaToken);
+      s = ins.Exec();
+    }
+    if (s.ok()) s = conn->ExecScript("COMMIT", "commit schema");
+    if (!s.ok()) {
+      (void)conn->ExecScript("ROLLBACK", "rollback");
+      return s.WithContext("open '" + path + "'");
+    }
+  }
+  return std::unique_ptr<Store>(new internal::SqliteStore(std::move(lock), std::move(conn)));
+}
+
+}  // namespace mqlite
