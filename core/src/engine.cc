@@ -3,19 +3,79 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 
+#include "codec.h"
+#include "sha256.h"
 #include "token.h"
 #include "validate.h"
 
 namespace mqlite {
 
 using internal::QueueLabel;
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The engine whose Tx callback is running on this thread, if any: its public
+// methods refuse to run there (they would wait for the transaction the
+// callback is inside of).
+thread_local const Engine::Impl* tl_tx_engine = nullptr;
+
+Status CheckCancelled(const CallOptions& call, std::string_view what) {
+  if (call.stop_token.stop_requested()) {
+    return Status::Cancelled(std::string(what) + ": stop requested");
+  }
+  if (SteadyClock::now() >= call.deadline) {
+    return Status::Cancelled(std::string(what) + ": deadline passed");
+  }
+  return Status::OK();
+}
+
+RunOptions ToRunOptions(const CallOptions& call, bool rerunnable = true) {
+  RunOptions o;
+  o.rerunnable = rerunnable;
+  o.stop = call.stop_token;
+  o.deadline = call.deadline;
+  return o;
+}
+
+std::string Seq(int64_t seq) { return "seq " + std::to_string(seq); }
+
+// SPEC §4: (queue, message_id), or (queue, SHA-256 of body) when the id is
+// absent or empty. The prefix keeps the two key spaces apart.
+std::string DedupKey(const OutgoingMessage& m) {
+  if (m.message_id && !m.message_id->empty()) return "i" + *m.message_id;
+  return "h" + internal::Sha256::HashBytes(m.body);
+}
+
+// SPEC §7.2: a receipt is keyed by the whole request — queue, seq, token,
+// operation and the arguments that change its effect.
+std::string ReceiptKey(int64_t queue_id, const SettleRequest& r) {
+  internal::Sha256 h;
+  h.UpdateField("mqlite-receipt-1");
+  h.UpdateInt(queue_id);
+  h.UpdateInt(r.seq);
+  h.Update(std::string_view(reinterpret_cast<const char*>(r.token.bytes.data()), 16));
+  h.UpdateInt(static_cast<int>(r.op));
+  if (r.op == SettleOp::kAbandon) h.UpdateInt(r.delay_ms);
+  if (r.op == SettleOp::kReject) {
+    h.UpdateField(r.reason);
+    h.UpdateField(r.description);
+  }
+  auto d = h.Finish();
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+}  // namespace
 
 struct Engine::Impl {
   std::unique_ptr<Store> store;
@@ -25,7 +85,7 @@ struct Engine::Impl {
 
   // Guards everything below. Never held across a store call.
   std::mutex mu;
-  std::condition_variable cv;  // in-flight drain, and long-poll wake-ups
+  std::condition_variable_any cv;  // in-flight drain, long-poll wake-ups
   bool closed = false;
   bool close_done = false;
   int inflight = 0;
@@ -34,13 +94,26 @@ struct Engine::Impl {
 
   std::thread maintenance_thread;
 
-  // RAII admission of one public call (SPEC §9 Close fence).
+  // RAII admission of one public call: the Close fence (SPEC §9), the
+  // cancellation pre-check (SPEC §10) and the no-reentry-from-Tx rule.
   class Call {
    public:
-    explicit Call(Impl* impl) : impl_(impl) {
+    Call(Impl* impl, const CallOptions& call, std::string_view what) : impl_(impl) {
+      if (tl_tx_engine == impl_) {
+        status_ = Status::InvalidArgument(std::string(what) +
+                                          " called inside Tx on the same engine; use the "
+                                          "TxContext passed to the callback");
+        impl_ = nullptr;
+        return;
+      }
+      status_ = CheckCancelled(call, what);
+      if (!status_.ok()) {
+        impl_ = nullptr;
+        return;
+      }
       std::lock_guard<std::mutex> l(impl_->mu);
       if (impl_->closed) {
-        status_ = Status::Closed("engine is closed");
+        status_ = Status::Closed(std::string(what) + ": engine is closed");
         impl_ = nullptr;
         return;
       }
@@ -62,11 +135,11 @@ struct Engine::Impl {
 
   int64_t Now() { return clock->NowMs(); }
 
-  Status Write(const std::function<Status(StoreTxn&)>& body) {
-    return store->Run(TxnKind::kWrite, /*rerunnable=*/true, body);
+  Status Write(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
+    return store->Run(TxnKind::kWrite, ToRunOptions(call), body);
   }
-  Status Read(const std::function<Status(StoreTxn&)>& body) {
-    return store->Run(TxnKind::kRead, /*rerunnable=*/true, body);
+  Status Read(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
+    return store->Run(TxnKind::kRead, ToRunOptions(call), body);
   }
 
   // Wakes long-poll waiters: something may have become eligible.
@@ -89,104 +162,221 @@ struct Engine::Impl {
     return q;
   }
 
-  // Store errors for a settle carry the store's wording; the engine's own
-  // LockLost message names the queue, seq and the possible causes.
-  static Status SettleError(std::string_view queue, int64_t seq, SettleOp op, const Status& s) {
-    if (s.code() == StatusCode::kLockLost) {
-      return Status::LockLost(QueueLabel(queue) + ": seq " + std::to_string(seq) + ": " +
-                              std::string(SettleOpName(op)) +
-                              " refused: the message is not locked under this token (wrong or "
-                              "stale token, the lease expired, or it was settled)");
-    }
-    return s;
+  static Status LockLostError(std::string_view queue, int64_t seq, SettleOp op) {
+    return Status::LockLost(QueueLabel(queue) + ": " + Seq(seq) + ": " +
+                            std::string(SettleOpName(op)) +
+                            " refused: the message is not locked under this token (wrong or "
+                            "stale token, the lease expired, or it was already settled)");
   }
 
-  Result<SettleResult> SettleOne(std::string_view queue, SettleRequest req) {
+  // ---- Operations shared by the engine's methods and TxContext ----------------
+  // Each runs inside a store transaction the caller provides.
+
+  // SPEC §4. `single`: a dedup conflict is an error rather than seq 0.
+  Status DoSend(StoreTxn& txn, std::string_view queue, std::span<const OutgoingMessage> messages,
+                bool single, std::vector<int64_t>* seqs, bool* wrote) {
+    *wrote = false;
+    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
+    if (messages.empty() || messages.size() > static_cast<size_t>(options.max_send_batch)) {
+      return Status::InvalidArgument(QueueLabel(queue) + ": a send batch holds 1-" +
+                                     std::to_string(options.max_send_batch) + " messages, got " +
+                                     std::to_string(messages.size()));
+    }
+    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
+    const int64_t now = Now();
+    std::vector<EnqueueItem> items(messages.size());
+    // Every message is validated before anything is written.
+    for (size_t i = 0; i < messages.size(); ++i) {
+      MQLITE_RETURN_IF_ERROR(
+          internal::BuildEnqueueItem(q, options, messages[i], i, now, &items[i]));
+    }
+    seqs->assign(messages.size(), 0);
+    if (q.config.dedup_window_ms <= 0) {
+      MQLITE_ASSIGN_OR_RETURN(*seqs, txn.Enqueue(q, items));
+      *wrote = true;
+      return Status::OK();
+    }
+    // Dedup: classify each slot, insert the new ones in one Enqueue, then
+    // record their keys in the same commit.
+    struct NewKey {
+      size_t slot;
+      std::string hash;
+    };
+    std::map<std::string, NewKey> batch;        // key → first slot with it
+    std::vector<std::pair<size_t, size_t>> refs;  // slot → earlier slot
+    std::vector<size_t> fresh;
+    std::vector<std::string> keys(messages.size());
+    for (size_t i = 0; i < messages.size(); ++i) {
+      keys[i] = DedupKey(messages[i]);
+      std::string hash = internal::Sha256::HashBytes(messages[i].body);
+      int64_t original = 0;
+      bool same = false, known = false;
+      if (auto it = batch.find(keys[i]); it != batch.end()) {
+        known = true;
+        same = it->second.hash == hash;
+        if (same) refs.emplace_back(i, it->second.slot);
+      } else {
+        MQLITE_ASSIGN_OR_RETURN(std::optional<DedupRecord> rec, txn.FindDedup(q, keys[i], now));
+        if (rec) {
+          known = true;
+          same = rec->body_hash == hash;
+          original = rec->seq;
+        }
+      }
+      if (!known) {
+        batch.emplace(keys[i], NewKey{i, std::move(hash)});
+        fresh.push_back(i);
+        continue;
+      }
+      if (same) {
+        (*seqs)[i] = original;  // 0 for a ref, resolved below
+        continue;
+      }
+      if (single) {
+        std::string what = messages[i].message_id && !messages[i].message_id->empty()
+                               ? "message_id '" + *messages[i].message_id + "'"
+                               : std::string("body hash");
+        return Status::DedupConflict(QueueLabel(queue) + ": message " + std::to_string(i) + ": " +
+                                     what + " was already sent within the dedup window with a "
+                                     "different body" +
+                                     (original ? " (original " + Seq(original) + ")" : ""));
+      }
+      (*seqs)[i] = 0;  // SPEC §4: the slot fails alone
+    }
+    if (!fresh.empty()) {
+      std::vector<EnqueueItem> to_insert;
+      to_insert.reserve(fresh.size());
+      for (size_t i : fresh) to_insert.push_back(items[i]);
+      MQLITE_ASSIGN_OR_RETURN(std::vector<int64_t> inserted, txn.Enqueue(q, to_insert));
+      for (size_t k = 0; k < fresh.size(); ++k) {
+        size_t i = fresh[k];
+        (*seqs)[i] = inserted[k];
+        DedupRecord rec{inserted[k], batch.at(keys[i]).hash, now + q.config.dedup_window_ms};
+        MQLITE_RETURN_IF_ERROR(txn.PutDedup(q, keys[i], rec));
+      }
+      *wrote = true;
+    }
+    for (auto [slot, earlier] : refs) (*seqs)[slot] = (*seqs)[earlier];
+    return Status::OK();
+  }
+
+  // SPEC §6 + §7.2: settle, write a receipt in the same commit; on LockLost,
+  // a live receipt for the identical request is a successful replay.
+  Result<SettleResult> DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req) {
+    req.renew_until = req.now + q.config.lock_duration_ms;
+    auto r = txn.Settle(q, req);
+    const bool has_receipt = req.op != SettleOp::kRenew;  // Renew never replays
+    if (r) {
+      if (has_receipt) {
+        MQLITE_RETURN_IF_ERROR(
+            txn.PutReceipt(ReceiptKey(q.id, req), req.now + options.receipt_retention_ms));
+      }
+      return r;
+    }
+    if (r.error().code() != StatusCode::kLockLost) return r.error();
+    if (has_receipt) {
+      MQLITE_ASSIGN_OR_RETURN(bool live, txn.FindReceipt(ReceiptKey(q.id, req), req.now));
+      if (live) return SettleResult{};  // replayed: the original effect stands
+    }
+    return LockLostError(q.config.name, req.seq, req.op);
+  }
+
+  Result<SettleResult> SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req) {
     MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
     MQLITE_RETURN_IF_ERROR(internal::ValidateToken(queue, req.seq, req.token));
+    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
+    req.now = Now();
+    return DoSettle(txn, q, std::move(req));
+  }
+
+  Result<SettleResult> SettleOne(std::string_view queue, SettleRequest req,
+                                 const CallOptions& call) {
     SettleResult result;
-    Status s = Write([&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
-      req.now = Now();
-      req.renew_until = req.now + q.config.lock_duration_ms;
-      auto r = txn.Settle(q, req);
-      if (!r) return SettleError(queue, req.seq, req.op, r.error());
-      result = *r;
+    MQLITE_RETURN_IF_ERROR(Write(call, [&](StoreTxn& txn) -> Status {
+      MQLITE_ASSIGN_OR_RETURN(result, SettleInTxn(txn, queue, req));
       return Status::OK();
-    });
-    if (!s.ok()) return s;
+    }));
     if (req.op != SettleOp::kRenew && req.op != SettleOp::kDefer) Wake();
     return result;
   }
 
-  Result<MaintenanceReport> MaintainAll(int64_t limit) {
+  // Shared by CompleteBatch and RenewBatch: per-item validation, then one
+  // commit in which each item settles alone (a failed settle changes nothing).
+  Status SettleBatch(std::string_view queue, std::span<const SettleItem> items, SettleOp op,
+                     const CallOptions& call, std::vector<Status>* statuses,
+                     std::vector<int64_t>* locked_until) {
+    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
+    if (items.empty() || items.size() > internal::kMaxSettleBatch) {
+      return Status::InvalidArgument(QueueLabel(queue) +
+                                     ": a settle batch holds 1-512 items, got " +
+                                     std::to_string(items.size()));
+    }
+    return Write(call, [&](StoreTxn& txn) -> Status {
+      statuses->assign(items.size(), Status::OK());
+      locked_until->assign(items.size(), 0);
+      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
+      const int64_t now = Now();
+      for (size_t i = 0; i < items.size(); ++i) {
+        Status v = internal::ValidateToken(queue, items[i].seq, items[i].token);
+        if (!v.ok()) {
+          (*statuses)[i] = v;
+          continue;
+        }
+        SettleRequest r;
+        r.seq = items[i].seq;
+        r.token = items[i].token;
+        r.op = op;
+        r.now = now;
+        auto res = DoSettle(txn, q, r);
+        if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
+        (*statuses)[i] = res.status();
+        if (res) (*locked_until)[i] = res->locked_until;
+      }
+      return Status::OK();
+    });
+  }
+
+  Result<MaintenanceReport> MaintainAll(int64_t limit, const CallOptions& call) {
     std::vector<QueueRecord> queues;
-    MQLITE_RETURN_IF_ERROR(Read([&](StoreTxn& txn) -> Status {
+    MQLITE_RETURN_IF_ERROR(Read(call, [&](StoreTxn& txn) -> Status {
       MQLITE_ASSIGN_OR_RETURN(queues, txn.ListQueues());
       return Status::OK();
     }));
     MaintenanceReport report;
+    auto note = [&](int64_t n) {
+      if (n >= limit) report.more = true;
+      return n;
+    };
     for (const QueueRecord& listed : queues) {
-      Status s = Write([&](StoreTxn& txn) -> Status {
+      // One short transaction per queue keeps the writer available.
+      Status s = Write(call, [&](StoreTxn& txn) -> Status {
         auto q = txn.GetQueue(listed.config.name);
         if (!q) {
           // Deleted since we listed it: nothing to maintain.
           return q.error().code() == StatusCode::kQueueNotFound ? Status::OK() : q.error();
         }
-        int64_t now = Now();
+        const int64_t now = Now();
         MQLITE_ASSIGN_OR_RETURN(int64_t promoted, txn.PromoteDue(*q, now, limit));
         MQLITE_ASSIGN_OR_RETURN(int64_t reclaimed, txn.ReclaimLocks(*q, now, false, limit));
         MQLITE_ASSIGN_OR_RETURN(int64_t expired, txn.ExpireMessages(*q, now, limit));
         MQLITE_ASSIGN_OR_RETURN(
             int64_t dropped,
             txn.EnforceRetention(*q, internal::ResolveRetention(q->config, options), now, limit));
-        report.promoted += promoted;
-        report.reclaimed += reclaimed;
-        report.expired += expired;
-        report.retention_dropped += dropped;
-        if (promoted == limit || reclaimed == limit || expired == limit || dropped == limit) {
-          report.more = true;
-        }
+        report.promoted += note(promoted);
+        report.reclaimed += note(reclaimed);
+        report.expired += note(expired);
+        report.retention_dropped += note(dropped);
         return Status::OK();
       });
       if (!s.ok()) return s.WithContext(QueueLabel(listed.config.name) + ": maintenance");
     }
-    if (report.promoted > 0 || report.reclaimed > 0) Wake();
-    return report;
-  }
-
-  // Shared by CompleteBatch and RenewBatch: per-item validation, then one
-  // commit in which each item settles alone (a failed settle changes nothing).
-  template <typename OnItem>
-    static Status SettleBatch(Impl* impl, std::string_view queue, std::span<const SettleItem> items,
-                     SettleOp op, std::vector<Status>* statuses, OnItem on_item) {
-    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
-    if (items.empty() || items.size() > internal::kMaxSettleBatch) {
-      return Status::InvalidArgument(QueueLabel(queue) + ": a settle batch holds 1-512 items, got " +
-                                     std::to_string(items.size()));
-    }
-    statuses->assign(items.size(), Status::OK());
-    for (size_t i = 0; i < items.size(); ++i) {
-      (*statuses)[i] = internal::ValidateToken(queue, items[i].seq, items[i].token);
-    }
-    return impl->Write([&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
-      int64_t now = impl->Now();
-      for (size_t i = 0; i < items.size(); ++i) {
-        if (!(*statuses)[i].ok() && (*statuses)[i].code() == StatusCode::kInvalidArgument) continue;
-        SettleRequest r;
-        r.seq = items[i].seq;
-        r.token = items[i].token;
-        r.op = op;
-        r.now = now;
-        r.renew_until = now + q.config.lock_duration_ms;
-        auto res = txn.Settle(q, r);
-        if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
-        (*statuses)[i] = res ? Status::OK() : SettleError(queue, r.seq, op, res.error());
-        on_item(i, res);
-      }
+    MQLITE_RETURN_IF_ERROR(Write(call, [&](StoreTxn& txn) -> Status {
+      MQLITE_ASSIGN_OR_RETURN(int64_t n, txn.DropExpiredRecords(Now(), limit));
+      report.records_dropped = note(n);
       return Status::OK();
-    });
+    }));
+    if (report.promoted > 0 || report.reclaimed > 0 || report.expired > 0) Wake();
+    return report;
   }
 
   void MaintenanceLoop() {
@@ -197,15 +387,125 @@ struct Engine::Impl {
       if (closed) break;
       ++inflight;
       l.unlock();
-      // Errors are transient by nature here (the next pass retries); a pass
-      // never changes state that a failed pass left half-done (one commit per
-      // queue).
-      (void)MaintainAll(options.maintenance_batch);
+      // A failed pass changed nothing it did not commit (one commit per
+      // queue); the next pass retries.
+      (void)MaintainAll(options.maintenance_batch, CallOptions{});
       l.lock();
       if (--inflight == 0) cv.notify_all();
     }
   }
 };
+
+// ---- TxContext --------------------------------------------------------------------
+
+struct TxContext::State {
+  Engine::Impl* impl = nullptr;
+  StoreTxn* txn = nullptr;
+  const CallOptions* call = nullptr;
+  std::thread::id thread;
+  bool active = false;
+  bool wrote = false;
+
+  // Every TxContext operation: valid context, not cancelled, then run `op` in
+  // a savepoint so a failed operation leaves no trace even if the callback
+  // carries on.
+  Status Run(std::string_view what, const std::function<Status(StoreTxn&)>& op) {
+    if (!active || std::this_thread::get_id() != thread) {
+      return Status::InvalidArgument(std::string(what) +
+                                     ": TxContext used outside its Tx callback");
+    }
+    MQLITE_RETURN_IF_ERROR(CheckCancelled(*call, what));
+    return txn->Savepoint(op);
+  }
+
+  Status Settle(std::string_view what, std::string_view queue, const SettleRequest& req) {
+    return Run(what, [&](StoreTxn& t) -> Status {
+      Status s = impl->SettleInTxn(t, queue, req).status();
+      wrote |= s.ok();
+      return s;
+    });
+  }
+};
+
+void* TxContext::native_handle() const {
+  return state_->active ? state_->txn->NativeHandle() : nullptr;
+}
+
+const std::string& TxContext::native_handle_type() const {
+  return state_->impl->caps.native_handle_type;
+}
+
+Result<std::vector<int64_t>> TxContext::SendBatch(std::string_view queue,
+                                                  std::span<const OutgoingMessage> messages) {
+  std::vector<int64_t> seqs;
+  MQLITE_RETURN_IF_ERROR(state_->Run("Tx Send", [&](StoreTxn& txn) -> Status {
+    bool wrote = false;
+    Status s = state_->impl->DoSend(txn, queue, messages, /*single=*/false, &seqs, &wrote);
+    state_->wrote |= s.ok() && wrote;
+    return s;
+  }));
+  return seqs;
+}
+
+Result<int64_t> TxContext::Send(std::string_view queue, const OutgoingMessage& message) {
+  std::vector<int64_t> seqs;
+  MQLITE_RETURN_IF_ERROR(state_->Run("Tx Send", [&](StoreTxn& txn) -> Status {
+    bool wrote = false;
+    Status s = state_->impl->DoSend(txn, queue, std::span<const OutgoingMessage>(&message, 1),
+                                    /*single=*/true, &seqs, &wrote);
+    state_->wrote |= s.ok() && wrote;
+    return s;
+  }));
+  return seqs.at(0);
+}
+
+Status TxContext::Complete(std::string_view queue, int64_t seq, const LockToken& token) {
+  SettleRequest r;
+  r.seq = seq;
+  r.token = token;
+  r.op = SettleOp::kComplete;
+  return state_->Settle("Tx Complete", queue, r);
+}
+
+Status TxContext::Abandon(std::string_view queue, int64_t seq, const LockToken& token,
+                          int64_t delay_ms) {
+  if (delay_ms < 0 || delay_ms > internal::kMaxDelayMs) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) + ": abandon delay_ms " +
+                                   std::to_string(delay_ms) + " outside 0-365 days");
+  }
+  SettleRequest r;
+  r.seq = seq;
+  r.token = token;
+  r.op = SettleOp::kAbandon;
+  r.delay_ms = delay_ms;
+  return state_->Settle("Tx Abandon", queue, r);
+}
+
+Status TxContext::Reject(std::string_view queue, int64_t seq, const LockToken& token,
+                         std::string_view reason, std::string_view description) {
+  if (reason.empty() || reason.size() > internal::kMaxIdBytes ||
+      description.size() > internal::kMaxTextBytes) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) +
+                                   ": reject reason must be 1-128 bytes and description ≤ 1024");
+  }
+  SettleRequest r;
+  r.seq = seq;
+  r.token = token;
+  r.op = SettleOp::kReject;
+  r.reason = std::string(reason);
+  r.description = std::string(description);
+  return state_->Settle("Tx Reject", queue, r);
+}
+
+Status TxContext::Defer(std::string_view queue, int64_t seq, const LockToken& token) {
+  SettleRequest r;
+  r.seq = seq;
+  r.token = token;
+  r.op = SettleOp::kDefer;
+  return state_->Settle("Tx Defer", queue, r);
+}
+
+// ---- Engine -------------------------------------------------------------------------
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -225,6 +525,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
   if (options.max_send_batch <= 0) {
     return Status::InvalidArgument("Engine::Open: max_send_batch must be positive");
   }
+  if (options.receipt_retention_ms <= 0 || options.attempt_retention_ms <= 0) {
+    return Status::InvalidArgument(
+        "Engine::Open: receipt_retention_ms and attempt_retention_ms must be positive");
+  }
   auto impl = std::make_unique<Impl>();
   impl->store = std::move(store);
   impl->options = options;
@@ -236,9 +540,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
   // leases, which ordinary maintenance does.
   if (impl->caps.exclusive) {
     Impl* i = impl.get();
-    Status s = i->Write([&](StoreTxn& txn) -> Status {
+    Status s = i->Write(CallOptions{}, [&](StoreTxn& txn) -> Status {
       MQLITE_ASSIGN_OR_RETURN(std::vector<QueueRecord> queues, txn.ListQueues());
-      int64_t now = i->Now();
+      const int64_t now = i->Now();
       for (const QueueRecord& q : queues) {
         MQLITE_RETURN_IF_ERROR(
             txn.ReclaimLocks(q, now, /*all_locked=*/true, std::numeric_limits<int64_t>::max())
@@ -257,6 +561,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
 
 Status Engine::Close() {
   Impl* i = impl_.get();
+  if (tl_tx_engine == i) {
+    return Status::InvalidArgument("Close called inside Tx on the same engine");
+  }
   {
     std::unique_lock<std::mutex> l(i->mu);
     if (i->closed) {
@@ -280,14 +587,14 @@ Status Engine::Close() {
 
 StoreCapabilities Engine::capabilities() const { return impl_->caps; }
 
-// ---- Queues -----------------------------------------------------------------
+// ---- Queues -------------------------------------------------------------------------
 
-Result<QueueConfig> Engine::CreateQueue(const QueueConfig& config) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Result<QueueConfig> Engine::CreateQueue(const QueueConfig& config, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "CreateQueue");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueConfig(config));
   QueueConfig out;
-  MQLITE_RETURN_IF_ERROR(impl_->Write([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     bool created = false;
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, txn.UpsertQueue(config, impl_->Now(), &created));
     out = q.config;
@@ -296,12 +603,12 @@ Result<QueueConfig> Engine::CreateQueue(const QueueConfig& config) {
   return out;
 }
 
-Result<QueueConfig> Engine::GetQueue(std::string_view name) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Result<QueueConfig> Engine::GetQueue(std::string_view name, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "GetQueue");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
   QueueConfig out;
-  MQLITE_RETURN_IF_ERROR(impl_->Read([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Read(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, name));
     out = q.config;
     return Status::OK();
@@ -309,11 +616,11 @@ Result<QueueConfig> Engine::GetQueue(std::string_view name) {
   return out;
 }
 
-Result<std::vector<QueueConfig>> Engine::ListQueues() {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Result<std::vector<QueueConfig>> Engine::ListQueues(const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "ListQueues");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   std::vector<QueueConfig> out;
-  MQLITE_RETURN_IF_ERROR(impl_->Read([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Read(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(std::vector<QueueRecord> qs, txn.ListQueues());
     out.clear();
     for (auto& q : qs) out.push_back(std::move(q.config));
@@ -322,92 +629,107 @@ Result<std::vector<QueueConfig>> Engine::ListQueues() {
   return out;
 }
 
-Status Engine::DeleteQueue(std::string_view name) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Status Engine::DeleteQueue(std::string_view name, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "DeleteQueue");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
-  return impl_->Write([&](StoreTxn& txn) -> Status {
+  return impl_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, name));
     return txn.DeleteQueue(q);
   });
 }
 
-// ---- Send -------------------------------------------------------------------
+// ---- Send -----------------------------------------------------------------------------
 
-Result<int64_t> Engine::Send(std::string_view queue, const OutgoingMessage& message) {
-  MQLITE_ASSIGN_OR_RETURN(std::vector<int64_t> seqs,
-                          SendBatch(queue, std::span<const OutgoingMessage>(&message, 1)));
+Result<int64_t> Engine::Send(std::string_view queue, const OutgoingMessage& message,
+                             const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Send");
+  MQLITE_RETURN_IF_ERROR(guard.status());
+  std::vector<int64_t> seqs;
+  bool wrote = false;
+  MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
+    return impl_->DoSend(txn, queue, std::span<const OutgoingMessage>(&message, 1),
+                         /*single=*/true, &seqs, &wrote);
+  }));
+  if (wrote) impl_->Wake();
   return seqs.at(0);
 }
 
 Result<std::vector<int64_t>> Engine::SendBatch(std::string_view queue,
-                                               std::span<const OutgoingMessage> messages) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
-  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
-  if (messages.empty() || messages.size() > static_cast<size_t>(impl_->options.max_send_batch)) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": a send batch holds 1-" +
-                                   std::to_string(impl_->options.max_send_batch) +
-                                   " messages, got " + std::to_string(messages.size()));
-  }
+                                               std::span<const OutgoingMessage> messages,
+                                               const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "SendBatch");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   std::vector<int64_t> seqs;
-  std::vector<EnqueueItem> items(messages.size());
-  MQLITE_RETURN_IF_ERROR(impl_->Write([&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
-    int64_t now = impl_->Now();
-    // SPEC §4: every message is validated before anything is written.
-    for (size_t i = 0; i < messages.size(); ++i) {
-      MQLITE_RETURN_IF_ERROR(
-          internal::BuildEnqueueItem(q, impl_->options, messages[i], i, now, &items[i]));
-    }
-    MQLITE_ASSIGN_OR_RETURN(seqs, txn.Enqueue(q, items));
-    return Status::OK();
+  bool wrote = false;
+  MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
+    return impl_->DoSend(txn, queue, messages, /*single=*/false, &seqs, &wrote);
   }));
-  impl_->Wake();
+  if (wrote) impl_->Wake();
   return seqs;
 }
 
-Status Engine::Cancel(std::string_view queue, int64_t seq) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Status Engine::Cancel(std::string_view queue, int64_t seq, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Cancel");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   MQLITE_RETURN_IF_ERROR(internal::ValidateSeq(queue, seq));
-  Status s = impl_->Write([&](StoreTxn& txn) -> Status {
+  Status s = impl_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
     return txn.CancelScheduled(q, seq);
   });
   if (s.code() == StatusCode::kNotFound) {
-    return Status::NotFound(QueueLabel(queue) + ": seq " + std::to_string(seq) +
+    return Status::NotFound(QueueLabel(queue) + ": " + Seq(seq) +
                             " is not a scheduled, never-delivered message");
   }
   if (s.ok()) impl_->Wake();  // a cancelled group head unblocks its group
   return s;
 }
 
-// ---- Receive ----------------------------------------------------------------
+// ---- Receive ----------------------------------------------------------------------------
 
 Result<std::vector<Message>> Engine::Receive(std::string_view queue,
-                                             const ReceiveOptions& options) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+                                             const ReceiveOptions& options,
+                                             const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Receive");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateReceive(queue, options));
+  if (options.attempt_id &&
+      (options.attempt_id->empty() || options.attempt_id->size() > internal::kMaxIdBytes)) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": attempt_id must be 1-128 bytes");
+  }
   std::vector<LockToken> tokens;
   if (options.mode == ReceiveMode::kPeekLock) {
-    MQLITE_RETURN_IF_ERROR(internal::NewTokens(static_cast<size_t>(options.max_messages), &tokens));
+    MQLITE_RETURN_IF_ERROR(
+        internal::NewTokens(static_cast<size_t>(options.max_messages), &tokens));
   }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.wait_ms);
-  // Between attempts a waiter also re-checks at this interval, so messages
-  // that become eligible by time alone (a due schedule, an expired lease) are
-  // seen without a send.
+  const auto wait_end = SteadyClock::now() + std::chrono::milliseconds(options.wait_ms);
+  // A waiter also re-checks at this interval, so messages that become
+  // eligible by time alone (a due schedule, an expired lease) are seen
+  // without a send; sends and settles in this engine wake it at once.
   const auto recheck = std::chrono::milliseconds(250);
   const int64_t step = impl_->options.maintenance_batch;
   for (;;) {
-    uint64_t gen = impl_->WakeGen();
+    const uint64_t gen = impl_->WakeGen();
     std::vector<Message> got;
-    MQLITE_RETURN_IF_ERROR(impl_->Write([&](StoreTxn& txn) -> Status {
+    bool replayed = false;
+    MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
       MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
-      int64_t now = impl_->Now();
+      const int64_t now = impl_->Now();
+      if (options.attempt_id) {  // SPEC §7.3
+        MQLITE_ASSIGN_OR_RETURN(std::optional<AttemptRecord> rec,
+                                txn.FindAttempt(*options.attempt_id, now));
+        if (rec) {
+          if (rec->queue_id != q.id || rec->mode != options.mode) {
+            return Status::InvalidArgument(
+                QueueLabel(queue) + ": attempt_id '" + *options.attempt_id +
+                "' was used earlier with another queue or receive mode");
+          }
+          MQLITE_ASSIGN_OR_RETURN(got, internal::DecodeMessages(rec->payload));
+          replayed = true;
+          return Status::OK();
+        }
+      }
       // Apply this queue's time-driven transitions first, so a Receive sees
       // what maintenance would have made eligible at `now`.
       MQLITE_RETURN_IF_ERROR(txn.PromoteDue(q, now, step).status());
@@ -419,50 +741,59 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
       req.locked_until = now + q.config.lock_duration_ms;
       req.tokens = tokens;
       MQLITE_ASSIGN_OR_RETURN(got, txn.Claim(q, req));
+      if (options.attempt_id && !got.empty()) {
+        AttemptRecord rec{q.id, options.mode, internal::EncodeMessages(got),
+                          now + impl_->options.attempt_retention_ms};
+        MQLITE_RETURN_IF_ERROR(txn.PutAttempt(*options.attempt_id, rec));
+      }
       return Status::OK();
     }));
-    if (!got.empty() || options.wait_ms == 0) return got;
+    if (!got.empty() || replayed || options.wait_ms == 0) return got;
     std::unique_lock<std::mutex> l(impl_->mu);
-    if (std::chrono::steady_clock::now() >= deadline) return got;
+    if (SteadyClock::now() >= wait_end) return got;
     ++impl_->waiters;
-    impl_->cv.wait_until(l, std::min(deadline, std::chrono::steady_clock::now() + recheck), [&] {
-      return impl_->closed || impl_->wake_gen != gen;
-    });
+    const auto until = std::min({wait_end, SteadyClock::now() + recheck, call.deadline});
+    impl_->cv.wait_until(l, call.stop_token, until,
+                         [&] { return impl_->closed || impl_->wake_gen != gen; });
     --impl_->waiters;
-    if (impl_->closed) return Status::Closed(QueueLabel(queue) + ": engine closed during Receive");
+    if (impl_->closed) {
+      return Status::Closed(QueueLabel(queue) + ": engine closed during Receive");
+    }
+    l.unlock();
+    MQLITE_RETURN_IF_ERROR(CheckCancelled(call, "Receive"));
   }
 }
 
 Result<std::vector<Message>> Engine::ReceiveDeferred(std::string_view queue,
-                                                     std::span<const int64_t> seqs) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+                                                     std::span<const int64_t> seqs,
+                                                     const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "ReceiveDeferred");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   if (seqs.empty() || seqs.size() > static_cast<size_t>(internal::kMaxReceive)) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": ReceiveDeferred takes 1-256 seqs, got " +
+    return Status::InvalidArgument(QueueLabel(queue) +
+                                   ": ReceiveDeferred takes 1-256 seqs, got " +
                                    std::to_string(seqs.size()));
   }
   std::set<int64_t> seen;
   for (int64_t seq : seqs) {
     MQLITE_RETURN_IF_ERROR(internal::ValidateSeq(queue, seq));
     if (!seen.insert(seq).second) {
-      return Status::InvalidArgument(QueueLabel(queue) + ": seq " + std::to_string(seq) +
-                                     " is listed twice");
+      return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) + " is listed twice");
     }
   }
   std::vector<LockToken> tokens;
   MQLITE_RETURN_IF_ERROR(internal::NewTokens(seqs.size(), &tokens));
   std::vector<Message> out;
-  MQLITE_RETURN_IF_ERROR(impl_->Write([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
-    int64_t now = impl_->Now();
+    const int64_t now = impl_->Now();
     out.clear();
     for (size_t i = 0; i < seqs.size(); ++i) {
       auto m = txn.ClaimDeferred(q, seqs[i], tokens[i], now, now + q.config.lock_duration_ms);
       if (!m) {
         if (m.error().code() == StatusCode::kNotFound) {
-          return Status::NotFound(QueueLabel(queue) + ": seq " + std::to_string(seqs[i]) +
-                                  " is not a deferred message");
+          return Status::NotFound(QueueLabel(queue) + ": " + std::string(m.error().message()));
         }
         return m.error();
       }
@@ -473,45 +804,46 @@ Result<std::vector<Message>> Engine::ReceiveDeferred(std::string_view queue,
   return out;
 }
 
-// ---- Settle -----------------------------------------------------------------
+// ---- Settle -------------------------------------------------------------------------------
 
-Status Engine::Complete(std::string_view queue, int64_t seq, const LockToken& token) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Status Engine::Complete(std::string_view queue, int64_t seq, const LockToken& token,
+                        const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Complete");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   SettleRequest r;
   r.seq = seq;
   r.token = token;
   r.op = SettleOp::kComplete;
-  return impl_->SettleOne(queue, std::move(r)).status();
+  return impl_->SettleOne(queue, std::move(r), call).status();
 }
 
 Status Engine::Abandon(std::string_view queue, int64_t seq, const LockToken& token,
-                       int64_t delay_ms) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+                       int64_t delay_ms, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Abandon");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   if (delay_ms < 0 || delay_ms > internal::kMaxDelayMs) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": seq " + std::to_string(seq) +
-                                   ": abandon delay_ms " + std::to_string(delay_ms) +
-                                   " outside 0-365 days");
+    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) + ": abandon delay_ms " +
+                                   std::to_string(delay_ms) + " outside 0-365 days");
   }
   SettleRequest r;
   r.seq = seq;
   r.token = token;
   r.op = SettleOp::kAbandon;
   r.delay_ms = delay_ms;
-  return impl_->SettleOne(queue, std::move(r)).status();
+  return impl_->SettleOne(queue, std::move(r), call).status();
 }
 
 Status Engine::Reject(std::string_view queue, int64_t seq, const LockToken& token,
-                      std::string_view reason, std::string_view description) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+                      std::string_view reason, std::string_view description,
+                      const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Reject");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   if (reason.empty() || reason.size() > internal::kMaxIdBytes) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": seq " + std::to_string(seq) +
+    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) +
                                    ": reject reason must be 1-128 bytes");
   }
   if (description.size() > internal::kMaxTextBytes) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": seq " + std::to_string(seq) +
+    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) +
                                    ": reject description over 1024 bytes");
   }
   SettleRequest r;
@@ -520,51 +852,54 @@ Status Engine::Reject(std::string_view queue, int64_t seq, const LockToken& toke
   r.op = SettleOp::kReject;
   r.reason = std::string(reason);
   r.description = std::string(description);
-  return impl_->SettleOne(queue, std::move(r)).status();
+  return impl_->SettleOne(queue, std::move(r), call).status();
 }
 
-Status Engine::Defer(std::string_view queue, int64_t seq, const LockToken& token) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Status Engine::Defer(std::string_view queue, int64_t seq, const LockToken& token,
+                     const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Defer");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   SettleRequest r;
   r.seq = seq;
   r.token = token;
   r.op = SettleOp::kDefer;
-  return impl_->SettleOne(queue, std::move(r)).status();
+  return impl_->SettleOne(queue, std::move(r), call).status();
 }
 
-Result<int64_t> Engine::Renew(std::string_view queue, int64_t seq, const LockToken& token) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Result<int64_t> Engine::Renew(std::string_view queue, int64_t seq, const LockToken& token,
+                              const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Renew");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   SettleRequest r;
   r.seq = seq;
   r.token = token;
   r.op = SettleOp::kRenew;
-  MQLITE_ASSIGN_OR_RETURN(SettleResult res, impl_->SettleOne(queue, std::move(r)));
+  MQLITE_ASSIGN_OR_RETURN(SettleResult res, impl_->SettleOne(queue, std::move(r), call));
   return res.locked_until;
 }
 
 Result<std::vector<Status>> Engine::CompleteBatch(std::string_view queue,
-                                                  std::span<const SettleItem> items) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+                                                  std::span<const SettleItem> items,
+                                                  const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "CompleteBatch");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   std::vector<Status> statuses;
-  MQLITE_RETURN_IF_ERROR(Impl::SettleBatch(impl_.get(), queue, items, SettleOp::kComplete, &statuses,
-                                     [](size_t, const Result<SettleResult>&) {}));
+  std::vector<int64_t> unused;
+  MQLITE_RETURN_IF_ERROR(
+      impl_->SettleBatch(queue, items, SettleOp::kComplete, call, &statuses, &unused));
   impl_->Wake();
   return statuses;
 }
 
 Result<std::vector<RenewOutcome>> Engine::RenewBatch(std::string_view queue,
-                                                     std::span<const SettleItem> items) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+                                                     std::span<const SettleItem> items,
+                                                     const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "RenewBatch");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   std::vector<Status> statuses;
-  std::vector<int64_t> until(items.size(), 0);
-  MQLITE_RETURN_IF_ERROR(Impl::SettleBatch(impl_.get(), queue, items, SettleOp::kRenew, &statuses,
-                                     [&](size_t i, const Result<SettleResult>& r) {
-                                       until[i] = r ? r->locked_until : 0;
-                                     }));
+  std::vector<int64_t> until;
+  MQLITE_RETURN_IF_ERROR(
+      impl_->SettleBatch(queue, items, SettleOp::kRenew, call, &statuses, &until));
   std::vector<RenewOutcome> out(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     out[i].status = statuses[i];
@@ -573,14 +908,53 @@ Result<std::vector<RenewOutcome>> Engine::RenewBatch(std::string_view queue,
   return out;
 }
 
-// ---- Inspection and DLQ -------------------------------------------------------
+// ---- Tx ---------------------------------------------------------------------------------------
 
-Result<std::vector<Message>> Engine::Peek(std::string_view queue, const PeekOptions& options) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Status Engine::Tx(const std::function<Status(TxContext&)>& fn, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Tx");
+  MQLITE_RETURN_IF_ERROR(guard.status());
+  if (!fn) return Status::InvalidArgument("Tx: callback is empty");
+  std::exception_ptr thrown;
+  bool wrote = false;
+  Status s = impl_->store->Run(
+      TxnKind::kWrite, ToRunOptions(call, /*rerunnable=*/false), [&](StoreTxn& txn) -> Status {
+        TxContext::State state;
+        state.impl = impl_.get();
+        state.txn = &txn;
+        state.call = &call;
+        state.thread = std::this_thread::get_id();
+        state.active = true;
+        TxContext ctx(&state);
+        tl_tx_engine = impl_.get();
+        Status r;
+        try {
+          r = fn(ctx);
+        } catch (...) {
+          thrown = std::current_exception();
+          r = Status::Internal("Tx: the callback threw; everything it did was rolled back");
+        }
+        tl_tx_engine = nullptr;
+        state.active = false;
+        if (r.ok()) r = txn.CheckNativeTxnOpen();
+        // SPEC §10: cancellation observed before commit rolls everything back.
+        if (r.ok()) r = CheckCancelled(call, "Tx");
+        wrote = state.wrote;
+        return r;
+      });
+  if (thrown) std::rethrow_exception(thrown);
+  if (s.ok() && wrote) impl_->Wake();
+  return s;
+}
+
+// ---- Inspection and DLQ -------------------------------------------------------------------------
+
+Result<std::vector<Message>> Engine::Peek(std::string_view queue, const PeekOptions& options,
+                                          const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Peek");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidatePeek(queue, options));
   std::vector<Message> out;
-  MQLITE_RETURN_IF_ERROR(impl_->Read([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Read(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
     MQLITE_ASSIGN_OR_RETURN(out, txn.Peek(q, options));
     return Status::OK();
@@ -588,12 +962,12 @@ Result<std::vector<Message>> Engine::Peek(std::string_view queue, const PeekOpti
   return out;
 }
 
-Result<QueueStats> Engine::Stats(std::string_view queue) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Result<QueueStats> Engine::Stats(std::string_view queue, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Stats");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   QueueStats out;
-  MQLITE_RETURN_IF_ERROR(impl_->Read([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Read(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
     MQLITE_ASSIGN_OR_RETURN(out, txn.Stats(q, impl_->Now()));
     return Status::OK();
@@ -601,9 +975,10 @@ Result<QueueStats> Engine::Stats(std::string_view queue) {
   return out;
 }
 
-Result<int64_t> Engine::Redrive(std::string_view queue, const RedriveOptions& options) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Result<int64_t> Engine::Redrive(std::string_view queue, const RedriveOptions& options,
+                                const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Redrive");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   std::string_view target = options.target_queue.empty() ? queue : options.target_queue;
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(target));
@@ -612,7 +987,7 @@ Result<int64_t> Engine::Redrive(std::string_view queue, const RedriveOptions& op
                                    ": redrive max_messages and older_than_ms must not be negative");
   }
   int64_t moved = 0;
-  MQLITE_RETURN_IF_ERROR(impl_->Write([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
     auto t = Impl::LookupQueue(txn, target);
     if (!t) return t.error().WithContext("redrive target");
@@ -623,16 +998,17 @@ Result<int64_t> Engine::Redrive(std::string_view queue, const RedriveOptions& op
   return moved;
 }
 
-Result<int64_t> Engine::Purge(std::string_view queue, const PurgeOptions& options) {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
+Result<int64_t> Engine::Purge(std::string_view queue, const PurgeOptions& options,
+                              const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "Purge");
+  MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   if (options.max_messages < 0 || options.older_than_ms < 0) {
     return Status::InvalidArgument(QueueLabel(queue) +
                                    ": purge max_messages and older_than_ms must not be negative");
   }
   int64_t purged = 0;
-  MQLITE_RETURN_IF_ERROR(impl_->Write([&](StoreTxn& txn) -> Status {
+  MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
     MQLITE_ASSIGN_OR_RETURN(purged, txn.PurgeDeadLetters(q, options, impl_->Now()));
     return Status::OK();
@@ -640,12 +1016,12 @@ Result<int64_t> Engine::Purge(std::string_view queue, const PurgeOptions& option
   return purged;
 }
 
-// ---- Maintenance --------------------------------------------------------------
+// ---- Maintenance ----------------------------------------------------------------------------------
 
-Result<MaintenanceReport> Engine::RunMaintenance() {
-  Impl::Call call(impl_.get());
-  MQLITE_RETURN_IF_ERROR(call.status());
-  return impl_->MaintainAll(impl_->options.maintenance_batch);
+Result<MaintenanceReport> Engine::RunMaintenance(const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "RunMaintenance");
+  MQLITE_RETURN_IF_ERROR(guard.status());
+  return impl_->MaintainAll(impl_->options.maintenance_batch, call);
 }
 
 }  // namespace mqlite

@@ -20,6 +20,7 @@
 #define MQLITE_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,8 +38,9 @@ struct EngineOptions {
   // Source of "now". nullptr = SystemClock(). Not owned; must outlive the
   // engine.
   Clock* clock = nullptr;
-  // Run maintenance (schedules, lease expiry, TTL, retention) on a background
-  // thread every maintenance_interval_ms. Off: call RunMaintenance() yourself.
+  // Run maintenance (schedules, lease expiry, TTL, retention, expired
+  // idempotency records) on a background thread every
+  // maintenance_interval_ms. Off: call RunMaintenance() yourself.
   bool background_maintenance = true;
   int64_t maintenance_interval_ms = 1'000;
   // Messages one maintenance step may touch per queue per pass.
@@ -52,6 +54,46 @@ struct EngineOptions {
   int64_t dlq_max_age_ms = 14LL * 24 * 3600 * 1000;
   int64_t dlq_max_count = 1'000'000;
   int64_t dlq_max_bytes = 1LL << 30;
+  // How long a settlement receipt can replay (SPEC §7.2) and a receive
+  // attempt id is remembered (SPEC §7.3).
+  int64_t receipt_retention_ms = 30LL * 60 * 1000;
+  int64_t attempt_retention_ms = 5LL * 60 * 1000;
+};
+
+class Engine;
+
+// The queue operations available inside Engine::Tx (SPEC §8). They join the
+// transaction: nothing they do is visible or durable until the callback
+// returns OK and the commit succeeds. A TxContext is valid only during its
+// callback, on the callback's thread; calls after that return InvalidArgument.
+class TxContext {
+ public:
+  TxContext(const TxContext&) = delete;
+  TxContext& operator=(const TxContext&) = delete;
+
+  // The store's native transaction handle for the application's own data
+  // (sqlite3* on SQLite: see mqlite/sqlite.h's SqliteHandle()). Valid only
+  // during the callback. Do not COMMIT, ROLLBACK or BEGIN on it; do not keep
+  // it. nullptr after the callback.
+  void* native_handle() const;
+  // StoreCapabilities::native_handle_type ("sqlite3", ...).
+  const std::string& native_handle_type() const;
+
+  Result<int64_t> Send(std::string_view queue, const OutgoingMessage& message);
+  Result<std::vector<int64_t>> SendBatch(std::string_view queue,
+                                         std::span<const OutgoingMessage> messages);
+  Status Complete(std::string_view queue, int64_t seq, const LockToken& token);
+  Status Abandon(std::string_view queue, int64_t seq, const LockToken& token,
+                 int64_t delay_ms = 0);
+  Status Reject(std::string_view queue, int64_t seq, const LockToken& token,
+                std::string_view reason, std::string_view description = {});
+  Status Defer(std::string_view queue, int64_t seq, const LockToken& token);
+
+ private:
+  friend class Engine;
+  struct State;
+  explicit TxContext(State* state) : state_(state) {}
+  State* state_;
 };
 
 class Engine {
@@ -64,62 +106,93 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // Every method takes an optional CallOptions (deadline, stop token; SPEC
+  // §10). A method called from inside a Tx callback on the same engine
+  // returns InvalidArgument: use the TxContext.
+
   // ---- Queues (SPEC §2) ----------------------------------------------------
-  // Idempotent upsert of name + config; returns the stored config with
-  // defaults resolved.
-  Result<QueueConfig> CreateQueue(const QueueConfig& config);
-  Result<QueueConfig> GetQueue(std::string_view name);
-  Result<std::vector<QueueConfig>> ListQueues();
+  // Idempotent upsert of name + config; returns the stored config.
+  Result<QueueConfig> CreateQueue(const QueueConfig& config, const CallOptions& call = {});
+  Result<QueueConfig> GetQueue(std::string_view name, const CallOptions& call = {});
+  Result<std::vector<QueueConfig>> ListQueues(const CallOptions& call = {});
   // Deletes the queue and all its messages, in any state.
-  Status DeleteQueue(std::string_view name);
+  Status DeleteQueue(std::string_view name, const CallOptions& call = {});
 
   // ---- Send (SPEC §4) ------------------------------------------------------
-  Result<int64_t> Send(std::string_view queue, const OutgoingMessage& message);
+  // With dedup on, a resend of the same key and body within the window
+  // returns the original seq and writes nothing; same key, other body →
+  // DedupConflict.
+  Result<int64_t> Send(std::string_view queue, const OutgoingMessage& message,
+                       const CallOptions& call = {});
   // One commit for the whole batch; one seq per slot. Every message is
-  // validated before anything is written.
+  // validated before anything is written. A dedup conflict yields seq 0 for
+  // that slot while the other slots commit.
   Result<std::vector<int64_t>> SendBatch(std::string_view queue,
-                                         std::span<const OutgoingMessage> messages);
+                                         std::span<const OutgoingMessage> messages,
+                                         const CallOptions& call = {});
   // Deletes a scheduled message that was never delivered; NotFound otherwise.
-  Status Cancel(std::string_view queue, int64_t seq);
+  Status Cancel(std::string_view queue, int64_t seq, const CallOptions& call = {});
 
-  // ---- Receive (SPEC §5) ---------------------------------------------------
+  // ---- Receive (SPEC §5, §7.3) ---------------------------------------------
   // Claims up to options.max_messages in one commit. With wait_ms > 0 and
-  // nothing eligible, blocks until a send in this engine (or the wait's end,
-  // or Close → Closed). An empty vector means nothing was eligible.
-  Result<std::vector<Message>> Receive(std::string_view queue, const ReceiveOptions& options = {});
+  // nothing eligible, blocks until a send or settle in this engine makes
+  // something eligible (woken at once), the wait ends (→ empty vector), or
+  // Close (→ Closed).
+  Result<std::vector<Message>> Receive(std::string_view queue, const ReceiveOptions& options = {},
+                                       const CallOptions& call = {});
   // Locks the given deferred messages (all or nothing: NotFound names the
   // first seq that is not a deferred message of the queue).
   Result<std::vector<Message>> ReceiveDeferred(std::string_view queue,
-                                               std::span<const int64_t> seqs);
+                                               std::span<const int64_t> seqs,
+                                               const CallOptions& call = {});
 
-  // ---- Settle (SPEC §6) ----------------------------------------------------
+  // ---- Settle (SPEC §6, §7.2) ----------------------------------------------
   // Each succeeds only for the current token of a live lease (locked_until >
-  // now); LockLost otherwise.
-  Status Complete(std::string_view queue, int64_t seq, const LockToken& token);
+  // now), or as the replay of an identical, already successful request whose
+  // receipt is live; LockLost otherwise.
+  Status Complete(std::string_view queue, int64_t seq, const LockToken& token,
+                  const CallOptions& call = {});
   Status Abandon(std::string_view queue, int64_t seq, const LockToken& token,
-                 int64_t delay_ms = 0);
+                 int64_t delay_ms = 0, const CallOptions& call = {});
   Status Reject(std::string_view queue, int64_t seq, const LockToken& token,
-                std::string_view reason, std::string_view description = {});
-  Status Defer(std::string_view queue, int64_t seq, const LockToken& token);
-  // Returns the new locked_until (never shorter than before).
-  Result<int64_t> Renew(std::string_view queue, int64_t seq, const LockToken& token);
+                std::string_view reason, std::string_view description = {},
+                const CallOptions& call = {});
+  Status Defer(std::string_view queue, int64_t seq, const LockToken& token,
+               const CallOptions& call = {});
+  // Returns the new locked_until (never shorter than before). Renew has no
+  // receipt: it never revives an expired lease.
+  Result<int64_t> Renew(std::string_view queue, int64_t seq, const LockToken& token,
+                        const CallOptions& call = {});
   // ≤ 512 items, one commit, one Status per item; a stale item fails alone.
   Result<std::vector<Status>> CompleteBatch(std::string_view queue,
-                                            std::span<const SettleItem> items);
+                                            std::span<const SettleItem> items,
+                                            const CallOptions& call = {});
   Result<std::vector<RenewOutcome>> RenewBatch(std::string_view queue,
-                                               std::span<const SettleItem> items);
+                                               std::span<const SettleItem> items,
+                                               const CallOptions& call = {});
+
+  // ---- Transactions (SPEC §8) ----------------------------------------------
+  // Runs `fn` inside one store transaction: its native-handle writes and its
+  // TxContext queue operations commit together iff it returns OK. An error
+  // from `fn`, or an exception (rethrown after the rollback), rolls back
+  // everything. Nested Tx → InvalidArgument. `fn` is never re-run.
+  Status Tx(const std::function<Status(TxContext&)>& fn, const CallOptions& call = {});
 
   // ---- Inspection and DLQ (SPEC §6) ----------------------------------------
-  Result<std::vector<Message>> Peek(std::string_view queue, const PeekOptions& options = {});
-  Result<QueueStats> Stats(std::string_view queue);
+  Result<std::vector<Message>> Peek(std::string_view queue, const PeekOptions& options = {},
+                                    const CallOptions& call = {});
+  Result<QueueStats> Stats(std::string_view queue, const CallOptions& call = {});
   // Returns how many dead letters moved / were deleted.
-  Result<int64_t> Redrive(std::string_view queue, const RedriveOptions& options = {});
-  Result<int64_t> Purge(std::string_view queue, const PurgeOptions& options = {});
+  Result<int64_t> Redrive(std::string_view queue, const RedriveOptions& options = {},
+                          const CallOptions& call = {});
+  Result<int64_t> Purge(std::string_view queue, const PurgeOptions& options = {},
+                        const CallOptions& call = {});
 
   // ---- Maintenance (SPEC §1) -----------------------------------------------
   // One pass over every queue: due schedules, expired leases, TTL, DLQ
-  // retention. Deterministic under a ManualClock.
-  Result<MaintenanceReport> RunMaintenance();
+  // retention, then expired receipts / attempts / dedup records.
+  // Deterministic under a ManualClock.
+  Result<MaintenanceReport> RunMaintenance(const CallOptions& call = {});
 
   // ---- Lifecycle (SPEC §9) -------------------------------------------------
   // Idempotent. Returns once no call is in flight and the store is released.
@@ -127,8 +200,9 @@ class Engine {
 
   StoreCapabilities capabilities() const;
 
+  struct Impl;  // public only so the implementation's helpers can name it
+
  private:
-  struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -37,6 +37,7 @@
 #ifndef MQLITE_STORE_H_
 #define MQLITE_STORE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -44,6 +45,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <stop_token>
 #include <vector>
 
 #include "mqlite/status.h"
@@ -130,6 +132,23 @@ struct SettleResult {
   MessageState new_state = MessageState::kActive;  // meaningless for Complete
   bool deleted = false;                            // Complete
   int64_t locked_until = 0;                        // Renew: the committed value
+};
+
+// A dedup record (SPEC §4): the seq the key first produced and a SHA-256 of
+// that message's body.
+struct DedupRecord {
+  int64_t seq = 0;
+  std::string body_hash;  // 32 raw bytes
+  int64_t expires_at = 0;
+};
+
+// A receive attempt (SPEC §7.3): which queue and mode it claimed on, and the
+// engine's encoding of the batch it returned.
+struct AttemptRecord {
+  int64_t queue_id = 0;
+  ReceiveMode mode = ReceiveMode::kPeekLock;
+  std::string payload;
+  int64_t expires_at = 0;
 };
 
 // Engine-wide retention defaults resolved per queue by the engine (SPEC §6):
@@ -273,6 +292,29 @@ class StoreTxn {
   virtual Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& bounds,
                                            int64_t now, int64_t limit) = 0;
 
+  // ---- Idempotency records (SPEC §4, §7.2, §7.3) ------------------------------
+  // Small keyed records written in the same commit as the operation they
+  // protect. Keys are opaque bytes chosen by the engine (≤ 160 bytes). A
+  // record is live while expires_at > now; a Find must not return a record
+  // that is not live, whether or not DropExpiredRecords has run (G4).
+
+  // Dedup: key scoped to the queue.
+  virtual Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& queue,
+                                                       std::string_view key, int64_t now) = 0;
+  // Inserts, or replaces a record that is no longer live.
+  virtual Status PutDedup(const QueueRecord& queue, std::string_view key,
+                          const DedupRecord& record) = 0;
+  // Settlement receipts: true if a live receipt with exactly this key exists.
+  virtual Result<bool> FindReceipt(std::string_view key, int64_t now) = 0;
+  virtual Status PutReceipt(std::string_view key, int64_t expires_at) = 0;
+  // Receive attempts: keyed by the attempt id alone (store-wide).
+  virtual Result<std::optional<AttemptRecord>> FindAttempt(std::string_view attempt_id,
+                                                           int64_t now) = 0;
+  virtual Status PutAttempt(std::string_view attempt_id, const AttemptRecord& record) = 0;
+  // Deletes up to `limit` records of each kind whose expires_at ≤ now, via an
+  // index on expiry. Returns how many were deleted.
+  virtual Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) = 0;
+
   // ---- Savepoints and the native handle --------------------------------------
 
   // Runs `body` so that, if it fails, everything it did is undone while the
@@ -283,11 +325,29 @@ class StoreTxn {
   // The native transaction handle for Tx (SPEC §8), valid only during the
   // current Run's body; nullptr if the store has none.
   virtual void* NativeHandle() { return nullptr; }
+
+  // After application code ran with NativeHandle(): OK if the native
+  // transaction is still open; InvalidArgument if the application committed or
+  // rolled it back itself (SPEC §8 misuse). Default: cannot tell, OK.
+  virtual Status CheckNativeTxnOpen() { return Status::OK(); }
 };
 
 enum class TxnKind : int {
   kRead = 0,   // the body only reads (Peek, Stats, GetQueue, ListQueues)
   kWrite = 1,  // the body may write
+};
+
+struct RunOptions {
+  // The store may run the body more than once (to grow an LMDB map, to retry a
+  // PostgreSQL serialization failure) only when true. A body from Tx runs
+  // application code and is never rerun.
+  bool rerunnable = true;
+  // Cancellation (SPEC §10): while waiting to start (e.g. for the single
+  // writer), Run returns Cancelled promptly — having done nothing — once
+  // `stop` is requested or `deadline` passes. A body that has started is not
+  // interrupted by the store; the engine checks between operations.
+  std::stop_token stop;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 class Store {
@@ -302,11 +362,10 @@ class Store {
   virtual StoreCapabilities Capabilities() const = 0;
 
   // Runs `body` in one transaction of `kind` and commits iff it returns OK;
-  // returns the body's error (after rolling back) or the commit's. The store
-  // may run `body` more than once (e.g. to grow an LMDB map or retry a
-  // PostgreSQL serialization failure) only when `rerunnable` is true; a body
-  // from Tx (SPEC §8) runs application code and is never rerun.
-  virtual Status Run(TxnKind kind, bool rerunnable,
+  // returns the body's error (after rolling back) or the commit's. See
+  // RunOptions for re-running and cancellation. A commit whose outcome cannot
+  // be known (connection lost after COMMIT was sent) is OutcomeUnknown.
+  virtual Status Run(TxnKind kind, const RunOptions& options,
                      const std::function<Status(StoreTxn&)>& body) = 0;
 };
 
@@ -369,6 +428,29 @@ class StoreTxnWrapper : public StoreTxn {
                                    int64_t limit) override {
     return target_->EnforceRetention(q, b, now, limit);
   }
+  Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& q, std::string_view key,
+                                               int64_t now) override {
+    return target_->FindDedup(q, key, now);
+  }
+  Status PutDedup(const QueueRecord& q, std::string_view key, const DedupRecord& r) override {
+    return target_->PutDedup(q, key, r);
+  }
+  Result<bool> FindReceipt(std::string_view key, int64_t now) override {
+    return target_->FindReceipt(key, now);
+  }
+  Status PutReceipt(std::string_view key, int64_t expires_at) override {
+    return target_->PutReceipt(key, expires_at);
+  }
+  Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
+    return target_->FindAttempt(id, now);
+  }
+  Status PutAttempt(std::string_view id, const AttemptRecord& r) override {
+    return target_->PutAttempt(id, r);
+  }
+  Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
+    return target_->DropExpiredRecords(now, limit);
+  }
+  Status CheckNativeTxnOpen() override { return target_->CheckNativeTxnOpen(); }
   // Runs the savepoint on the target, presenting *this* wrapper to the body so
   // overrides stay in effect inside it.
   Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
@@ -386,9 +468,9 @@ class StoreWrapper : public Store {
   Store* target() const { return target_.get(); }
 
   StoreCapabilities Capabilities() const override { return target_->Capabilities(); }
-  Status Run(TxnKind kind, bool rerunnable,
+  Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
-    return target_->Run(kind, rerunnable, [&](StoreTxn& inner) {
+    return target_->Run(kind, options, [&](StoreTxn& inner) {
       std::unique_ptr<StoreTxn> wrapped = WrapTxn(&inner);
       return body(*wrapped);
     });

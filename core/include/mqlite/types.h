@@ -7,9 +7,11 @@
 #define MQLITE_TYPES_H_
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -128,6 +130,30 @@ struct ReceiveOptions {
   int max_messages = 1;  // 1–256
   ReceiveMode mode = ReceiveMode::kPeekLock;
   int64_t wait_ms = 0;   // long-poll, 0–20'000 (SPEC §5)
+  // SPEC §7.3: a retry with the same id within attempt retention (5 min)
+  // returns the same seqs and tokens and claims nothing new. 1–128 bytes.
+  std::optional<std::string> attempt_id;
+};
+
+// Cancellation for any engine call (SPEC §10). Both are real time (steady
+// clock), independent of the engine's Clock.
+//  - If `stop_token` is already stopped or `deadline` has passed when the call
+//    starts, it does nothing and returns Cancelled.
+//  - A call waiting (for the store's writer, or in a long-poll) returns
+//    Cancelled promptly and has changed nothing.
+//  - A statement already running on an embedded store finishes (interrupting
+//    one can wedge the connection); inside Tx the next queue operation does
+//    not start, and the transaction rolls back.
+struct CallOptions {
+  std::stop_token stop_token;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+
+  // Convenience: a deadline `ms` from now.
+  static CallOptions Timeout(int64_t ms) {
+    CallOptions o;
+    o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    return o;
+  }
 };
 
 // One item of CompleteBatch / RenewBatch (≤ 512 items, SPEC §6).
@@ -178,6 +204,7 @@ struct MaintenanceReport {
   int64_t reclaimed = 0;       // expired leases → active or DLQ
   int64_t expired = 0;         // TTL → DLQ or deleted
   int64_t retention_dropped = 0;
+  int64_t records_dropped = 0;  // expired receipts, attempts, dedup records
   bool more = false;           // a step hit its per-pass limit; run again
 };
 

@@ -87,6 +87,34 @@ inline constexpr const char* kSqliteSchema[] = {
     "  WHERE state = 4",
     // Peek by state, stats, queue deletion.
     "CREATE INDEX mqlite_msg_state ON mqlite_messages (queue_id, state, seq)",
+
+    // SPEC §4: dedup records outlive their message for the whole window.
+    "CREATE TABLE mqlite_dedup (\n"
+    "  queue_id   INTEGER NOT NULL,\n"
+    "  key        BLOB NOT NULL,\n"
+    "  seq        INTEGER NOT NULL,\n"
+    "  body_hash  BLOB NOT NULL,\n"
+    "  expires_at INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (queue_id, key)\n"
+    ") STRICT, WITHOUT ROWID",
+    "CREATE INDEX mqlite_dedup_expiry ON mqlite_dedup (expires_at)",
+
+    // SPEC §7.2: settlement receipts, keyed by a hash of the whole request.
+    "CREATE TABLE mqlite_receipts (\n"
+    "  key        BLOB PRIMARY KEY,\n"
+    "  expires_at INTEGER NOT NULL\n"
+    ") STRICT, WITHOUT ROWID",
+    "CREATE INDEX mqlite_receipts_expiry ON mqlite_receipts (expires_at)",
+
+    // SPEC §7.3: receive attempts and the batch each returned.
+    "CREATE TABLE mqlite_attempts (\n"
+    "  attempt_id BLOB PRIMARY KEY,\n"
+    "  queue_id   INTEGER NOT NULL,\n"
+    "  mode       INTEGER NOT NULL,\n"
+    "  payload    BLOB NOT NULL,\n"
+    "  expires_at INTEGER NOT NULL\n"
+    ") STRICT, WITHOUT ROWID",
+    "CREATE INDEX mqlite_attempts_expiry ON mqlite_attempts (expires_at)",
 };
 
 }  // namespace mqlite::internal

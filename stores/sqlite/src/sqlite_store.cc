@@ -8,7 +8,10 @@
 
 #include <sqlite3.h>
 
+#include "mqlite/engine.h"
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -23,6 +26,16 @@
 namespace mqlite {
 
 const char* const kSqliteSchemaToken = "mqlite-sqlite-1";
+
+Result<sqlite3*> SqliteHandle(TxContext& tx) {
+  if (tx.native_handle_type() != "sqlite3") {
+    return Status::InvalidArgument("SqliteHandle: this Tx runs on a '" + tx.native_handle_type() +
+                                   "' store, not SQLite");
+  }
+  void* h = tx.native_handle();
+  if (!h) return Status::InvalidArgument("SqliteHandle: the Tx callback has returned");
+  return static_cast<sqlite3*>(h);
+}
 
 namespace internal {
 namespace {
@@ -769,6 +782,83 @@ class SqliteTxn final : public StoreTxn {
     return static_cast<int64_t>(victims.size());
   }
 
+  // ---- Idempotency records ----
+
+  Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& queue, std::string_view key,
+                                               int64_t now) override {
+    Query q(c_, "SELECT seq, body_hash, expires_at FROM mqlite_dedup "
+                "WHERE queue_id = ? AND key = ? AND expires_at > ?");
+    q.Int(queue.id).Bytes(key).Int(now);
+    MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return std::optional<DedupRecord>();
+    return std::optional<DedupRecord>(DedupRecord{q.ColInt(0), q.ColBytes(1), q.ColInt(2)});
+  }
+
+  Status PutDedup(const QueueRecord& queue, std::string_view key, const DedupRecord& r) override {
+    Query q(c_, "INSERT OR REPLACE INTO mqlite_dedup (queue_id, key, seq, body_hash, expires_at) "
+                "VALUES (?, ?, ?, ?, ?)");
+    q.Int(queue.id).Bytes(key).Int(r.seq).Bytes(r.body_hash).Int(r.expires_at);
+    return q.Exec();
+  }
+
+  Result<bool> FindReceipt(std::string_view key, int64_t now) override {
+    Query q(c_, "SELECT 1 FROM mqlite_receipts WHERE key = ? AND expires_at > ?");
+    q.Bytes(key).Int(now);
+    return q.Step();
+  }
+
+  Status PutReceipt(std::string_view key, int64_t expires_at) override {
+    Query q(c_, "INSERT OR REPLACE INTO mqlite_receipts (key, expires_at) VALUES (?, ?)");
+    q.Bytes(key).Int(expires_at);
+    return q.Exec();
+  }
+
+  Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
+    Query q(c_, "SELECT queue_id, mode, payload, expires_at FROM mqlite_attempts "
+                "WHERE attempt_id = ? AND expires_at > ?");
+    q.Bytes(id).Int(now);
+    MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return std::optional<AttemptRecord>();
+    return std::optional<AttemptRecord>(AttemptRecord{
+        q.ColInt(0), static_cast<ReceiveMode>(q.ColInt(1)), q.ColBytes(2), q.ColInt(3)});
+  }
+
+  Status PutAttempt(std::string_view id, const AttemptRecord& r) override {
+    Query q(c_, "INSERT OR REPLACE INTO mqlite_attempts (attempt_id, queue_id, mode, payload, "
+                "expires_at) VALUES (?, ?, ?, ?, ?)");
+    q.Bytes(id).Int(r.queue_id).Int(static_cast<int>(r.mode)).Bytes(r.payload).Int(r.expires_at);
+    return q.Exec();
+  }
+
+  Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
+    int64_t total = 0;
+    {
+      Query d(c_, "DELETE FROM mqlite_dedup WHERE (queue_id, key) IN (SELECT queue_id, key "
+                  "FROM mqlite_dedup INDEXED BY mqlite_dedup_expiry WHERE expires_at <= ? "
+                  "ORDER BY expires_at LIMIT ?)");
+      d.Int(now).Int(limit);
+      MQLITE_RETURN_IF_ERROR(d.Exec());
+      total += sqlite3_changes(c_->db());
+    }
+    {
+      Query d(c_, "DELETE FROM mqlite_receipts WHERE key IN (SELECT key FROM mqlite_receipts "
+                  "INDEXED BY mqlite_receipts_expiry WHERE expires_at <= ? "
+                  "ORDER BY expires_at LIMIT ?)");
+      d.Int(now).Int(limit);
+      MQLITE_RETURN_IF_ERROR(d.Exec());
+      total += sqlite3_changes(c_->db());
+    }
+    {
+      Query d(c_, "DELETE FROM mqlite_attempts WHERE attempt_id IN (SELECT attempt_id FROM "
+                  "mqlite_attempts INDEXED BY mqlite_attempts_expiry WHERE expires_at <= ? "
+                  "ORDER BY expires_at LIMIT ?)");
+      d.Int(now).Int(limit);
+      MQLITE_RETURN_IF_ERROR(d.Exec());
+      total += sqlite3_changes(c_->db());
+    }
+    return total;
+  }
+
   // ---- Savepoints, native handle ----
 
   Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
@@ -788,6 +878,16 @@ class SqliteTxn final : public StoreTxn {
   }
 
   void* NativeHandle() override { return c_->db(); }
+
+  Status CheckNativeTxnOpen() override {
+    if (sqlite3_get_autocommit(c_->db())) {
+      return Status::InvalidArgument(
+          "Tx: the transaction was committed or rolled back through the native sqlite3 handle; "
+          "statements run after that were not part of the Tx (SPEC §8: never COMMIT or ROLLBACK "
+          "inside the callback)");
+    }
+    return Status::OK();
+  }
 
  private:
   Query& BindConfig(Query& q, const QueueConfig& c) {
@@ -917,15 +1017,43 @@ class SqliteStore final : public Store {
     return c;
   }
 
-  Status Run(TxnKind kind, bool /*rerunnable*/,
+  Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
-    std::lock_guard<std::mutex> l(mu_);
+    MQLITE_RETURN_IF_ERROR(AcquireConnection(options));
+    Status s = RunLocked(kind, body);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      busy_ = false;
+    }
+    cv_.notify_one();
+    return s;
+  }
+
+ private:
+  // The connection is one writer: wait for it, but give up promptly — having
+  // done nothing — when the caller cancels (SPEC §10).
+  Status AcquireConnection(const RunOptions& options) {
+    std::unique_lock<std::mutex> l(mu_);
+    auto free = [&] { return !busy_; };
+    bool got = options.deadline == std::chrono::steady_clock::time_point::max()
+                   ? cv_.wait(l, options.stop, free)
+                   : cv_.wait_until(l, options.stop, options.deadline, free);
+    if (!got) {
+      return Status::Cancelled(options.stop.stop_requested()
+                                   ? "cancelled while waiting for the SQLite writer"
+                                   : "deadline passed while waiting for the SQLite writer");
+    }
+    busy_ = true;
+    return Status::OK();
+  }
+
+  Status RunLocked(TxnKind kind, const std::function<Status(StoreTxn&)>& body) {
     MQLITE_RETURN_IF_ERROR(
         conn_->ExecScript(kind == TxnKind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN", "begin"));
     SqliteTxn txn(conn_.get());
     Status s = body(txn);
     if (!s.ok()) {
-      (void)conn_->ExecScript("ROLLBACK", "rollback");
+      if (!sqlite3_get_autocommit(conn_->db())) (void)conn_->ExecScript("ROLLBACK", "rollback");
       return s;
     }
     s = conn_->ExecScript("COMMIT", "commit");
@@ -935,8 +1063,9 @@ class SqliteStore final : public Store {
     return s;
   }
 
- private:
   std::mutex mu_;
+  std::condition_variable_any cv_;
+  bool busy_ = false;
   std::unique_ptr<FileLock> lock_;
   std::unique_ptr<Conn> conn_;
 };

@@ -17,7 +17,11 @@
 #include "mqlite/store.h"
 #include "mqlite/types.h"
 
+struct sqlite3;  // from <sqlite3.h>; this header does not include it
+
 namespace mqlite {
+
+class TxContext;
 
 struct SqliteOptions {
   std::string path;  // the database file; created if missing
@@ -31,6 +35,14 @@ extern const char* const kSqliteSchemaToken;
 // unusable directory), DbLocked, SchemaVersionMismatch, Corruption,
 // Unavailable.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options);
+
+// The sqlite3* of a running Tx on a SQLite store (SPEC §8), for the
+// application's own tables in the same file. The connection is inside the
+// Tx's transaction: run your statements, never BEGIN/COMMIT/ROLLBACK (a
+// COMMIT or ROLLBACK is detected and the Tx fails with InvalidArgument), and
+// do not keep the pointer after the callback. InvalidArgument if the Tx is
+// not on a SQLite store or its callback has returned.
+Result<sqlite3*> SqliteHandle(TxContext& tx);
 
 }  // namespace mqlite
 
