@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "file_lock.h"
+#include "queries.h"
 #include "schema.h"
 
 namespace mqlite {
@@ -250,13 +251,6 @@ Result<bool> Query::Step() {
   return ToStatus(rc, conn_->db(), "step");
 }
 
-// Column list shared by every query that returns a whole message; ReadMessage
-// decodes it.
-#define MQ_MSG_COLS                                                                           \
-  "seq, state, priority, enqueued_at, visible_at, expires_at, delivery_count, locked_until, " \
-  "lock_token, dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "  \
-  "group_id, subject, correlation_id, content_type, properties, body"
-
 Result<Message> ReadMessage(const Query& q, const std::string& queue_name) {
   Message m;
   m.seq = q.ColInt(0);
@@ -281,10 +275,6 @@ Result<Message> ReadMessage(const Query& q, const std::string& queue_name) {
   m.body = q.ColBytes(18);
   return m;
 }
-
-#define MQ_QUEUE_COLS                                                                         \
-  "id, name, lock_duration_ms, max_delivery_count, default_ttl_ms, dead_letter_on_expire, "  \
-  "dedup_window_ms, ordering, dlq_max_age_ms, dlq_max_count, dlq_max_bytes, max_message_bytes"
 
 QueueRecord ReadQueue(const Query& q) {
   QueueRecord r;
@@ -316,9 +306,6 @@ struct RowRef {
   LockToken token;
 };
 
-#define MQ_REF_COLS \
-  "seq, state, is_head, group_key, body_size, expires_at, delivery_count, locked_until, lock_token"
-
 RowRef ReadRef(const Query& q) {
   RowRef r;
   r.seq = q.ColInt(0);
@@ -343,7 +330,7 @@ class SqliteTxn final : public StoreTxn {
     auto existing = GetQueue(cfg.name);
     if (existing) {
       if (existing->config.ordering != cfg.ordering) {
-        Query any(c_, "SELECT 1 FROM mqlite_messages WHERE queue_id = ? LIMIT 1");
+        Query any(c_, kQueueHasMessages);
         any.Int(existing->id);
         MQLITE_ASSIGN_OR_RETURN(bool has, any.Step());
         if (has) {
@@ -354,10 +341,7 @@ class SqliteTxn final : public StoreTxn {
         }
       }
       Query u(c_,
-              "UPDATE mqlite_queues SET lock_duration_ms = ?, max_delivery_count = ?, "
-              "default_ttl_ms = ?, dead_letter_on_expire = ?, dedup_window_ms = ?, ordering = ?, "
-              "dlq_max_age_ms = ?, dlq_max_count = ?, dlq_max_bytes = ?, max_message_bytes = ? "
-              "WHERE id = ?");
+              kUpdateQueue);
       BindConfig(u, cfg).Int(existing->id);
       MQLITE_RETURN_IF_ERROR(u.Exec());
       if (created) *created = false;
@@ -365,10 +349,7 @@ class SqliteTxn final : public StoreTxn {
     }
     if (existing.error().code() != StatusCode::kQueueNotFound) return existing.error();
     Query ins(c_,
-              "INSERT INTO mqlite_queues (name, lock_duration_ms, max_delivery_count, "
-              "default_ttl_ms, dead_letter_on_expire, dedup_window_ms, ordering, dlq_max_age_ms, "
-              "dlq_max_count, dlq_max_bytes, max_message_bytes, created_at) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+              kInsertQueue);
     ins.Text(cfg.name);
     BindConfig(ins, cfg).Int(now);
     MQLITE_RETURN_IF_ERROR(ins.Exec());
@@ -377,7 +358,7 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Result<QueueRecord> GetQueue(std::string_view name) override {
-    Query q(c_, "SELECT " MQ_QUEUE_COLS " FROM mqlite_queues WHERE name = ?");
+    Query q(c_, kGetQueue);
     q.Text(name);
     MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
@@ -385,7 +366,7 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Result<std::vector<QueueRecord>> ListQueues() override {
-    Query q(c_, "SELECT " MQ_QUEUE_COLS " FROM mqlite_queues ORDER BY name");
+    Query q(c_, kListQueues);
     std::vector<QueueRecord> out;
     for (;;) {
       MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
@@ -396,10 +377,10 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Status DeleteQueue(const QueueRecord& queue) override {
-    Query dm(c_, "DELETE FROM mqlite_messages WHERE queue_id = ?");
+    Query dm(c_, kDeleteQueueMessages);
     dm.Int(queue.id);
     MQLITE_RETURN_IF_ERROR(dm.Exec());
-    Query dq(c_, "DELETE FROM mqlite_queues WHERE id = ?");
+    Query dq(c_, kDeleteQueueRow);
     dq.Int(queue.id);
     return dq.Exec();
   }
@@ -418,11 +399,7 @@ class SqliteTxn final : public StoreTxn {
         head = !live;
       }
       Query ins(c_,
-                "INSERT INTO mqlite_messages (queue_id, state, is_head, priority, group_key, "
-                "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
-                "dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "
-                "group_id, subject, correlation_id, content_type, properties, body, body_size) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?)");
+                kInsertMessage);
       ins.Int(queue.id)
           .Int(static_cast<int>(it.state))
           .Int(head ? 1 : 0)
@@ -471,9 +448,7 @@ class SqliteTxn final : public StoreTxn {
       std::vector<RowRef> cands;
       {
         Query q(c_,
-                "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_claim "
-                "WHERE queue_id = ? AND state = 0 AND is_head = 1 "
-                "ORDER BY priority DESC, seq LIMIT ?");
+                kClaimCandidates);
         q.Int(queue.id).Int(req.max_messages - static_cast<int64_t>(out.size()) +
                             static_cast<int64_t>(skipped.size()));
         for (;;) {
@@ -491,26 +466,30 @@ class SqliteTxn final : public StoreTxn {
           continue;
         }
         progressed = true;
+        // A head that leaves here may promote the next member of its group,
+        // which can outrank the rest of this chunk: re-query after it, so the
+        // batch is always taken in exact priority/seq order.
         if (r.expires_at > 0 && r.expires_at <= req.now) {
           MQLITE_RETURN_IF_ERROR(Expire(queue, r, req.now));
+          if (r.group_key) break;
           continue;
         }
         if (r.delivery_count >= queue.config.max_delivery_count) {
           MQLITE_RETURN_IF_ERROR(
               DeadLetter(queue, r, kReasonMaxDelivery, std::nullopt, req.now));
+          if (r.group_key) break;
           continue;
         }
         if (peek_lock) {
           Query u(c_,
-                  "UPDATE mqlite_messages SET state = 1, lock_token = ?, locked_until = ?, "
-                  "delivery_count = delivery_count + 1 WHERE seq = ? RETURNING " MQ_MSG_COLS);
+                  kLockMessage);
           u.Token(req.tokens[out.size()]).Int(req.locked_until).Int(r.seq);
           MQLITE_ASSIGN_OR_RETURN(bool row, u.Step());
           if (!row) return Status::Internal("claim: row vanished");
           MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, queue.config.name));
           out.push_back(std::move(m));
         } else {
-          Query d(c_, "DELETE FROM mqlite_messages WHERE seq = ? RETURNING " MQ_MSG_COLS);
+          Query d(c_, kDeleteReturning);
           d.Int(r.seq);
           MQLITE_ASSIGN_OR_RETURN(bool row, d.Step());
           if (!row) return Status::Internal("claim: row vanished");
@@ -544,8 +523,7 @@ class SqliteTxn final : public StoreTxn {
                               std::to_string(queue.config.max_delivery_count) + " deliveries");
     }
     Query u(c_,
-            "UPDATE mqlite_messages SET state = 1, lock_token = ?, locked_until = ?, "
-            "delivery_count = delivery_count + 1 WHERE seq = ? RETURNING " MQ_MSG_COLS);
+            kLockMessage);
     u.Token(token).Int(locked_until).Int(seq);
     MQLITE_ASSIGN_OR_RETURN(bool ok, u.Step());
     if (!ok) return Status::Internal("claim deferred: row vanished");
@@ -574,8 +552,7 @@ class SqliteTxn final : public StoreTxn {
           res.new_state = MessageState::kDeadLettered;
         } else if (req.delay_ms > 0) {
           Query u(c_,
-                  "UPDATE mqlite_messages SET state = 3, visible_at = ?, lock_token = NULL, "
-                  "locked_until = 0 WHERE seq = ?");
+                  kAbandonDelayed);
           u.Int(req.now + req.delay_ms).Int(row->seq);
           MQLITE_RETURN_IF_ERROR(u.Exec());
           res.new_state = MessageState::kScheduled;
@@ -594,7 +571,7 @@ class SqliteTxn final : public StoreTxn {
         return res;
       case SettleOp::kRenew: {
         int64_t until = std::max(row->locked_until, req.renew_until);
-        Query u(c_, "UPDATE mqlite_messages SET locked_until = ? WHERE seq = ?");
+        Query u(c_, kRenew);
         u.Int(until).Int(row->seq);
         MQLITE_RETURN_IF_ERROR(u.Exec());
         res.new_state = MessageState::kLocked;
@@ -612,8 +589,7 @@ class SqliteTxn final : public StoreTxn {
     // One seek of mqlite_msg_state per state, merged by seq.
     for (int s = kActive; s <= kDead; ++s) {
       if (o.state && static_cast<int>(*o.state) != s) continue;
-      Query q(c_, "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE queue_id = ? AND state = ? "
-                  "AND seq > ? ORDER BY seq LIMIT ?");
+      Query q(c_, kPeekState);
       q.Int(queue.id).Int(s).Int(o.from_seq).Int(o.max_messages);
       for (;;) {
         MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
@@ -629,8 +605,7 @@ class SqliteTxn final : public StoreTxn {
 
   Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) override {
     QueueStats st;
-    Query q(c_, "SELECT state, count(*), sum(body_size) FROM mqlite_messages "
-                "WHERE queue_id = ? GROUP BY state");
+    Query q(c_, kStatsCounts);
     q.Int(queue.id);
     for (;;) {
       MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
@@ -648,9 +623,7 @@ class SqliteTxn final : public StoreTxn {
       st.total += n;
       st.body_bytes += bytes;
     }
-    Query o(c_, "SELECT enqueued_at FROM mqlite_messages INDEXED BY mqlite_msg_state "
-                "WHERE queue_id = ? AND state = 0 AND is_head = 1 "
-                "AND (expires_at = 0 OR expires_at > ?) ORDER BY seq LIMIT 1");
+    Query o(c_, kOldestClaimable);
     o.Int(queue.id).Int(now);
     MQLITE_ASSIGN_OR_RETURN(bool has, o.Step());
     if (has) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - o.ColInt(0));
@@ -663,7 +636,7 @@ class SqliteTxn final : public StoreTxn {
                             OldestDead(queue.id, now - o.older_than_ms, o.max_messages));
     int64_t moved = 0;
     for (const RowRef& r : rows) {
-      Query g(c_, "SELECT group_id FROM mqlite_messages WHERE seq = ?");
+      Query g(c_, kGetGroupId);
       g.Int(r.seq);
       MQLITE_ASSIGN_OR_RETURN(bool found, g.Step());
       if (!found) continue;
@@ -677,13 +650,7 @@ class SqliteTxn final : public StoreTxn {
       }
       int64_t expires = target.config.default_ttl_ms > 0 ? now + target.config.default_ttl_ms : 0;
       Query ins(c_,
-                "INSERT INTO mqlite_messages (queue_id, state, is_head, priority, group_key, "
-                "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
-                "dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "
-                "group_id, subject, correlation_id, content_type, properties, body, body_size) "
-                "SELECT ?, 0, ?, priority, ?, enqueued_at, ?, ?, 0, 0, NULL, 0, NULL, NULL, "
-                "message_id, group_id, subject, correlation_id, content_type, properties, body, "
-                "body_size FROM mqlite_messages WHERE seq = ?");
+                kRedriveInsert);
       ins.Int(target.id).Int(head ? 1 : 0).OptBytes(key).Int(now).Int(expires).Int(r.seq);
       MQLITE_RETURN_IF_ERROR(ins.Exec());
       MQLITE_RETURN_IF_ERROR(Remove(queue, r));
@@ -704,9 +671,7 @@ class SqliteTxn final : public StoreTxn {
 
   Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
     Query u(c_,
-            "UPDATE mqlite_messages SET state = 0 WHERE seq IN ("
-            "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_due "
-            "WHERE queue_id = ? AND state = 3 AND visible_at <= ? ORDER BY visible_at LIMIT ?)");
+            kPromoteDue);
     u.Int(queue.id).Int(now).Int(limit);
     MQLITE_RETURN_IF_ERROR(u.Exec());
     return static_cast<int64_t>(sqlite3_changes(c_->db()));
@@ -716,9 +681,7 @@ class SqliteTxn final : public StoreTxn {
                                int64_t limit) override {
     std::vector<RowRef> rows;
     {
-      Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_lease "
-                  "WHERE queue_id = ? AND state = 1 AND locked_until <= ? "
-                  "ORDER BY locked_until LIMIT ?");
+      Query q(c_, kExpiredLeases);
       q.Int(queue.id).Int(all_locked ? INT64_MAX : now).Int(limit);
       MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
     }
@@ -735,9 +698,7 @@ class SqliteTxn final : public StoreTxn {
   Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) override {
     std::vector<RowRef> rows;
     {
-      Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_ttl "
-                  "WHERE queue_id = ? AND expires_at > 0 AND state IN (0, 2, 3) "
-                  "AND expires_at <= ? ORDER BY expires_at LIMIT ?");
+      Query q(c_, kExpiredTtl);
       q.Int(queue.id).Int(now).Int(limit);
       MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
     }
@@ -750,7 +711,7 @@ class SqliteTxn final : public StoreTxn {
     if (b.max_age_ms <= 0 && b.max_count <= 0 && b.max_bytes <= 0) return 0;
     int64_t count = 0, bytes = 0;
     {
-      Query q(c_, "SELECT dlq_count, dlq_bytes FROM mqlite_queues WHERE id = ?");
+      Query q(c_, kDlqTotals);
       q.Int(queue.id);
       MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return Status::Internal("retention: queue row missing");
@@ -763,9 +724,7 @@ class SqliteTxn final : public StoreTxn {
     };
     std::vector<std::pair<RowRef, int64_t>> victims;
     {
-      Query q(c_, "SELECT " MQ_REF_COLS ", dead_lettered_at FROM mqlite_messages "
-                  "INDEXED BY mqlite_msg_dlq WHERE queue_id = ? AND state = 4 "
-                  "ORDER BY dead_lettered_at, seq LIMIT ?");
+      Query q(c_, kRetentionCandidates);
       q.Int(queue.id).Int(limit);
       for (;;) {
         MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
@@ -786,8 +745,7 @@ class SqliteTxn final : public StoreTxn {
 
   Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& queue, std::string_view key,
                                                int64_t now) override {
-    Query q(c_, "SELECT seq, body_hash, expires_at FROM mqlite_dedup "
-                "WHERE queue_id = ? AND key = ? AND expires_at > ?");
+    Query q(c_, kFindDedup);
     q.Int(queue.id).Bytes(key).Int(now);
     MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return std::optional<DedupRecord>();
@@ -795,27 +753,25 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Status PutDedup(const QueueRecord& queue, std::string_view key, const DedupRecord& r) override {
-    Query q(c_, "INSERT OR REPLACE INTO mqlite_dedup (queue_id, key, seq, body_hash, expires_at) "
-                "VALUES (?, ?, ?, ?, ?)");
+    Query q(c_, kPutDedup);
     q.Int(queue.id).Bytes(key).Int(r.seq).Bytes(r.body_hash).Int(r.expires_at);
     return q.Exec();
   }
 
   Result<bool> FindReceipt(std::string_view key, int64_t now) override {
-    Query q(c_, "SELECT 1 FROM mqlite_receipts WHERE key = ? AND expires_at > ?");
+    Query q(c_, kFindReceipt);
     q.Bytes(key).Int(now);
     return q.Step();
   }
 
   Status PutReceipt(std::string_view key, int64_t expires_at) override {
-    Query q(c_, "INSERT OR REPLACE INTO mqlite_receipts (key, expires_at) VALUES (?, ?)");
+    Query q(c_, kPutReceipt);
     q.Bytes(key).Int(expires_at);
     return q.Exec();
   }
 
   Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
-    Query q(c_, "SELECT queue_id, mode, payload, expires_at FROM mqlite_attempts "
-                "WHERE attempt_id = ? AND expires_at > ?");
+    Query q(c_, kFindAttempt);
     q.Bytes(id).Int(now);
     MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return std::optional<AttemptRecord>();
@@ -824,8 +780,7 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Status PutAttempt(std::string_view id, const AttemptRecord& r) override {
-    Query q(c_, "INSERT OR REPLACE INTO mqlite_attempts (attempt_id, queue_id, mode, payload, "
-                "expires_at) VALUES (?, ?, ?, ?, ?)");
+    Query q(c_, kPutAttempt);
     q.Bytes(id).Int(r.queue_id).Int(static_cast<int>(r.mode)).Bytes(r.payload).Int(r.expires_at);
     return q.Exec();
   }
@@ -833,25 +788,19 @@ class SqliteTxn final : public StoreTxn {
   Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
     int64_t total = 0;
     {
-      Query d(c_, "DELETE FROM mqlite_dedup WHERE (queue_id, key) IN (SELECT queue_id, key "
-                  "FROM mqlite_dedup INDEXED BY mqlite_dedup_expiry WHERE expires_at <= ? "
-                  "ORDER BY expires_at LIMIT ?)");
+      Query d(c_, kDropDedup);
       d.Int(now).Int(limit);
       MQLITE_RETURN_IF_ERROR(d.Exec());
       total += sqlite3_changes(c_->db());
     }
     {
-      Query d(c_, "DELETE FROM mqlite_receipts WHERE key IN (SELECT key FROM mqlite_receipts "
-                  "INDEXED BY mqlite_receipts_expiry WHERE expires_at <= ? "
-                  "ORDER BY expires_at LIMIT ?)");
+      Query d(c_, kDropReceipts);
       d.Int(now).Int(limit);
       MQLITE_RETURN_IF_ERROR(d.Exec());
       total += sqlite3_changes(c_->db());
     }
     {
-      Query d(c_, "DELETE FROM mqlite_attempts WHERE attempt_id IN (SELECT attempt_id FROM "
-                  "mqlite_attempts INDEXED BY mqlite_attempts_expiry WHERE expires_at <= ? "
-                  "ORDER BY expires_at LIMIT ?)");
+      Query d(c_, kDropAttempts);
       d.Int(now).Int(limit);
       MQLITE_RETURN_IF_ERROR(d.Exec());
       total += sqlite3_changes(c_->db());
@@ -912,7 +861,7 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Result<std::optional<RowRef>> LoadRef(int64_t queue_id, int64_t seq) {
-    Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages WHERE seq = ? AND queue_id = ?");
+    Query q(c_, kLoadRef);
     q.Int(seq).Int(queue_id);
     MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return std::optional<RowRef>();
@@ -920,9 +869,7 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Result<bool> GroupHasLiveMember(int64_t queue_id, const std::string& key) {
-    Query q(c_, "SELECT 1 FROM mqlite_messages INDEXED BY mqlite_msg_group "
-                "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
-                "LIMIT 1");
+    Query q(c_, kGroupHasLive);
     q.Int(queue_id).Bytes(key);
     return q.Step();
   }
@@ -930,30 +877,25 @@ class SqliteTxn final : public StoreTxn {
   // Makes the lowest-seq live member of the group its head (after the old
   // head left). One seek of mqlite_msg_group.
   Status PromoteNext(int64_t queue_id, const std::string& key) {
-    Query q(c_, "UPDATE mqlite_messages SET is_head = 1 WHERE seq = ("
-                "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_group "
-                "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
-                "ORDER BY seq LIMIT 1)");
+    Query q(c_, kPromoteNextHead);
     q.Int(queue_id).Bytes(key);
     return q.Exec();
   }
 
   // locked → active or deferred: the lease and token go.
   Status Unlock(int64_t seq, int state) {
-    Query u(c_, "UPDATE mqlite_messages SET state = ?, lock_token = NULL, locked_until = 0 "
-                "WHERE seq = ?");
+    Query u(c_, kUnlock);
     u.Int(state).Int(seq);
     return u.Exec();
   }
 
   // Deletes a row; keeps DLQ counters and group headship right.
   Status Remove(const QueueRecord& queue, const RowRef& r) {
-    Query d(c_, "DELETE FROM mqlite_messages WHERE seq = ?");
+    Query d(c_, kDeleteMessage);
     d.Int(r.seq);
     MQLITE_RETURN_IF_ERROR(d.Exec());
     if (r.state == kDead) {
-      Query c(c_, "UPDATE mqlite_queues SET dlq_count = dlq_count - 1, "
-                  "dlq_bytes = dlq_bytes - ? WHERE id = ?");
+      Query c(c_, kDlqDecrement);
       c.Int(r.body_size).Int(queue.id);
       MQLITE_RETURN_IF_ERROR(c.Exec());
     }
@@ -963,13 +905,10 @@ class SqliteTxn final : public StoreTxn {
 
   Status DeadLetter(const QueueRecord& queue, const RowRef& r, std::string_view reason,
                     const std::optional<std::string>& description, int64_t now) {
-    Query u(c_, "UPDATE mqlite_messages SET state = 4, is_head = 0, lock_token = NULL, "
-                "locked_until = 0, dead_lettered_at = ?, dead_letter_reason = ?, "
-                "dead_letter_description = ? WHERE seq = ?");
+    Query u(c_, kDeadLetter);
     u.Int(now).Bytes(reason).OptBytes(description).Int(r.seq);
     MQLITE_RETURN_IF_ERROR(u.Exec());
-    Query c(c_, "UPDATE mqlite_queues SET dlq_count = dlq_count + 1, "
-                "dlq_bytes = dlq_bytes + ? WHERE id = ?");
+    Query c(c_, kDlqIncrement);
     c.Int(r.body_size).Int(queue.id);
     MQLITE_RETURN_IF_ERROR(c.Exec());
     if (r.is_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
@@ -987,9 +926,7 @@ class SqliteTxn final : public StoreTxn {
   // Dead letters dead-lettered at or before `cutoff`, oldest first.
   Result<std::vector<RowRef>> OldestDead(int64_t queue_id, int64_t cutoff, int64_t max) {
     std::vector<RowRef> rows;
-    Query q(c_, "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_dlq "
-                "WHERE queue_id = ? AND state = 4 AND dead_lettered_at <= ? "
-                "ORDER BY dead_lettered_at, seq LIMIT ?");
+    Query q(c_, kOldestDead);
     q.Int(queue_id).Int(cutoff).Int(max > 0 ? max : -1);
     MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
     return rows;
@@ -1071,10 +1008,10 @@ class SqliteStore final : public Store {
 };
 
 Result<std::optional<std::string>> ReadSchemaToken(Conn* conn) {
-  Query t(conn, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mqlite_meta'");
+  Query t(conn, kHasMetaTable);
   MQLITE_ASSIGN_OR_RETURN(bool row, t.Step());
   if (!row || t.ColInt(0) == 0) return std::optional<std::string>();
-  Query v(conn, "SELECT value FROM mqlite_meta WHERE key = 'schema_version'");
+  Query v(conn, kSchemaToken);
   MQLITE_ASSIGN_OR_RETURN(bool has, v.Step());
   if (!has) return std::optional<std::string>(std::string());
   return std::optional<std::string>(v.ColBytes(0));
@@ -1131,8 +1068,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
       if (!s.ok()) break;
     }
     if (s.ok()) {
-      internal::Query ins(conn.get(),
-                          "INSERT INTO mqlite_meta (key, value) VALUES ('schema_version', ?)");
+      internal::Query ins(conn.get(), internal::kInsertSchemaToken);
       ins.Text(kSqliteSchemaToken);
       s = ins.Exec();
     }

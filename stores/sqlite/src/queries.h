@@ -1,0 +1,221 @@
+// Every SQL statement the SQLite store runs, named, in one place: the store
+// prepares these (its statement cache is keyed by address) and the plan-pin
+// test (tests/plan_pin_test.cc) EXPLAINs exactly these texts. SPEC §11.
+#ifndef MQLITE_STORES_SQLITE_SRC_QUERIES_H_
+#define MQLITE_STORES_SQLITE_SRC_QUERIES_H_
+
+namespace mqlite::internal {
+
+// Column lists shared by the statements that return them (decoded by
+// ReadMessage / ReadQueue / ReadRef in sqlite_store.cc).
+#define MQ_MSG_COLS                                                                           \
+  "seq, state, priority, enqueued_at, visible_at, expires_at, delivery_count, locked_until, " \
+  "lock_token, dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "  \
+  "group_id, subject, correlation_id, content_type, properties, body"
+
+#define MQ_QUEUE_COLS                                                                         \
+  "id, name, lock_duration_ms, max_delivery_count, default_ttl_ms, dead_letter_on_expire, "  \
+  "dedup_window_ms, ordering, dlq_max_age_ms, dlq_max_count, dlq_max_bytes, max_message_bytes"
+
+#define MQ_REF_COLS \
+  "seq, state, is_head, group_key, body_size, expires_at, delivery_count, locked_until, lock_token"
+
+inline constexpr char kQueueHasMessages[] =
+    "SELECT 1 FROM mqlite_messages WHERE queue_id = ? LIMIT 1";
+inline constexpr char kUpdateQueue[] =
+    "UPDATE mqlite_queues SET lock_duration_ms = ?, max_delivery_count = ?, "
+    "default_ttl_ms = ?, dead_letter_on_expire = ?, dedup_window_ms = ?, ordering = ?, "
+    "dlq_max_age_ms = ?, dlq_max_count = ?, dlq_max_bytes = ?, max_message_bytes = ? "
+    "WHERE id = ?";
+inline constexpr char kInsertQueue[] =
+    "INSERT INTO mqlite_queues (name, lock_duration_ms, max_delivery_count, "
+    "default_ttl_ms, dead_letter_on_expire, dedup_window_ms, ordering, dlq_max_age_ms, "
+    "dlq_max_count, dlq_max_bytes, max_message_bytes, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+inline constexpr char kGetQueue[] =
+    "SELECT " MQ_QUEUE_COLS " FROM mqlite_queues WHERE name = ?";
+inline constexpr char kListQueues[] =
+    "SELECT " MQ_QUEUE_COLS " FROM mqlite_queues ORDER BY name";
+inline constexpr char kDeleteQueueMessages[] =
+    "DELETE FROM mqlite_messages WHERE queue_id = ?";
+inline constexpr char kDeleteQueueRow[] =
+    "DELETE FROM mqlite_queues WHERE id = ?";
+inline constexpr char kInsertMessage[] =
+    "INSERT INTO mqlite_messages (queue_id, state, is_head, priority, group_key, "
+    "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
+    "dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "
+    "group_id, subject, correlation_id, content_type, properties, body, body_size) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, NULL, 0, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?)";
+inline constexpr char kClaimCandidates[] =
+    "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_claim "
+    "WHERE queue_id = ? AND state = 0 AND is_head = 1 "
+    "ORDER BY priority DESC, seq LIMIT ?";
+inline constexpr char kLockMessage[] =
+    "UPDATE mqlite_messages SET state = 1, lock_token = ?, locked_until = ?, "
+    "delivery_count = delivery_count + 1 WHERE seq = ? RETURNING " MQ_MSG_COLS;
+inline constexpr char kDeleteReturning[] =
+    "DELETE FROM mqlite_messages WHERE seq = ? RETURNING " MQ_MSG_COLS;
+inline constexpr char kAbandonDelayed[] =
+    "UPDATE mqlite_messages SET state = 3, visible_at = ?, lock_token = NULL, "
+    "locked_until = 0 WHERE seq = ?";
+inline constexpr char kRenew[] =
+    "UPDATE mqlite_messages SET locked_until = ? WHERE seq = ?";
+inline constexpr char kPeekState[] =
+    "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE queue_id = ? AND state = ? "
+    "AND seq > ? ORDER BY seq LIMIT ?";
+inline constexpr char kStatsCounts[] =
+    "SELECT state, count(*), sum(body_size) FROM mqlite_messages "
+    "WHERE queue_id = ? GROUP BY state";
+inline constexpr char kOldestClaimable[] =
+    "SELECT enqueued_at FROM mqlite_messages INDEXED BY mqlite_msg_state "
+    "WHERE queue_id = ? AND state = 0 AND is_head = 1 "
+    "AND (expires_at = 0 OR expires_at > ?) ORDER BY seq LIMIT 1";
+inline constexpr char kGetGroupId[] =
+    "SELECT group_id FROM mqlite_messages WHERE seq = ?";
+inline constexpr char kRedriveInsert[] =
+    "INSERT INTO mqlite_messages (queue_id, state, is_head, priority, group_key, "
+    "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
+    "dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "
+    "group_id, subject, correlation_id, content_type, properties, body, body_size) "
+    "SELECT ?, 0, ?, priority, ?, enqueued_at, ?, ?, 0, 0, NULL, 0, NULL, NULL, "
+    "message_id, group_id, subject, correlation_id, content_type, properties, body, "
+    "body_size FROM mqlite_messages WHERE seq = ?";
+inline constexpr char kPromoteDue[] =
+    "UPDATE mqlite_messages SET state = 0 WHERE seq IN ("
+    "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_due "
+    "WHERE queue_id = ? AND state = 3 AND visible_at <= ? ORDER BY visible_at LIMIT ?)";
+inline constexpr char kExpiredLeases[] =
+    "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_lease "
+    "WHERE queue_id = ? AND state = 1 AND locked_until <= ? "
+    "ORDER BY locked_until LIMIT ?";
+inline constexpr char kExpiredTtl[] =
+    "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_ttl "
+    "WHERE queue_id = ? AND expires_at > 0 AND state IN (0, 2, 3) "
+    "AND expires_at <= ? ORDER BY expires_at LIMIT ?";
+inline constexpr char kDlqTotals[] =
+    "SELECT dlq_count, dlq_bytes FROM mqlite_queues WHERE id = ?";
+inline constexpr char kRetentionCandidates[] =
+    "SELECT " MQ_REF_COLS ", dead_lettered_at FROM mqlite_messages "
+    "INDEXED BY mqlite_msg_dlq WHERE queue_id = ? AND state = 4 "
+    "ORDER BY dead_lettered_at, seq LIMIT ?";
+inline constexpr char kFindDedup[] =
+    "SELECT seq, body_hash, expires_at FROM mqlite_dedup "
+    "WHERE queue_id = ? AND key = ? AND expires_at > ?";
+inline constexpr char kPutDedup[] =
+    "INSERT OR REPLACE INTO mqlite_dedup (queue_id, key, seq, body_hash, expires_at) "
+    "VALUES (?, ?, ?, ?, ?)";
+inline constexpr char kFindReceipt[] =
+    "SELECT 1 FROM mqlite_receipts WHERE key = ? AND expires_at > ?";
+inline constexpr char kPutReceipt[] =
+    "INSERT OR REPLACE INTO mqlite_receipts (key, expires_at) VALUES (?, ?)";
+inline constexpr char kFindAttempt[] =
+    "SELECT queue_id, mode, payload, expires_at FROM mqlite_attempts "
+    "WHERE attempt_id = ? AND expires_at > ?";
+inline constexpr char kPutAttempt[] =
+    "INSERT OR REPLACE INTO mqlite_attempts (attempt_id, queue_id, mode, payload, "
+    "expires_at) VALUES (?, ?, ?, ?, ?)";
+inline constexpr char kDropDedup[] =
+    "DELETE FROM mqlite_dedup WHERE (queue_id, key) IN (SELECT queue_id, key "
+    "FROM mqlite_dedup INDEXED BY mqlite_dedup_expiry WHERE expires_at <= ? "
+    "ORDER BY expires_at LIMIT ?)";
+inline constexpr char kDropReceipts[] =
+    "DELETE FROM mqlite_receipts WHERE key IN (SELECT key FROM mqlite_receipts "
+    "INDEXED BY mqlite_receipts_expiry WHERE expires_at <= ? "
+    "ORDER BY expires_at LIMIT ?)";
+inline constexpr char kDropAttempts[] =
+    "DELETE FROM mqlite_attempts WHERE attempt_id IN (SELECT attempt_id FROM "
+    "mqlite_attempts INDEXED BY mqlite_attempts_expiry WHERE expires_at <= ? "
+    "ORDER BY expires_at LIMIT ?)";
+inline constexpr char kLoadRef[] =
+    "SELECT " MQ_REF_COLS " FROM mqlite_messages WHERE seq = ? AND queue_id = ?";
+inline constexpr char kGroupHasLive[] =
+    "SELECT 1 FROM mqlite_messages INDEXED BY mqlite_msg_group "
+    "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
+    "LIMIT 1";
+inline constexpr char kPromoteNextHead[] =
+    "UPDATE mqlite_messages SET is_head = 1 WHERE seq = ("
+    "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_group "
+    "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
+    "ORDER BY seq LIMIT 1)";
+inline constexpr char kUnlock[] =
+    "UPDATE mqlite_messages SET state = ?, lock_token = NULL, locked_until = 0 "
+    "WHERE seq = ?";
+inline constexpr char kDeleteMessage[] =
+    "DELETE FROM mqlite_messages WHERE seq = ?";
+inline constexpr char kDlqDecrement[] =
+    "UPDATE mqlite_queues SET dlq_count = dlq_count - 1, "
+    "dlq_bytes = dlq_bytes - ? WHERE id = ?";
+inline constexpr char kDeadLetter[] =
+    "UPDATE mqlite_messages SET state = 4, is_head = 0, lock_token = NULL, "
+    "locked_until = 0, dead_lettered_at = ?, dead_letter_reason = ?, "
+    "dead_letter_description = ? WHERE seq = ?";
+inline constexpr char kDlqIncrement[] =
+    "UPDATE mqlite_queues SET dlq_count = dlq_count + 1, "
+    "dlq_bytes = dlq_bytes + ? WHERE id = ?";
+inline constexpr char kOldestDead[] =
+    "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_dlq "
+    "WHERE queue_id = ? AND state = 4 AND dead_lettered_at <= ? "
+    "ORDER BY dead_lettered_at, seq LIMIT ?";
+inline constexpr char kHasMetaTable[] =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mqlite_meta'";
+inline constexpr char kSchemaToken[] =
+    "SELECT value FROM mqlite_meta WHERE key = 'schema_version'";
+inline constexpr char kInsertSchemaToken[] =
+    "INSERT INTO mqlite_meta (key, value) VALUES ('schema_version', ?)";
+
+// Every statement above, for the plan-pin test: a statement missing from its
+// expectation table fails the test, so no query ships unpinned.
+struct NamedQuery {
+  const char* name;
+  const char* sql;
+};
+inline constexpr NamedQuery kAllQueries[] = {
+    {"kQueueHasMessages", kQueueHasMessages},
+    {"kUpdateQueue", kUpdateQueue},
+    {"kInsertQueue", kInsertQueue},
+    {"kGetQueue", kGetQueue},
+    {"kListQueues", kListQueues},
+    {"kDeleteQueueMessages", kDeleteQueueMessages},
+    {"kDeleteQueueRow", kDeleteQueueRow},
+    {"kInsertMessage", kInsertMessage},
+    {"kClaimCandidates", kClaimCandidates},
+    {"kLockMessage", kLockMessage},
+    {"kDeleteReturning", kDeleteReturning},
+    {"kAbandonDelayed", kAbandonDelayed},
+    {"kRenew", kRenew},
+    {"kPeekState", kPeekState},
+    {"kStatsCounts", kStatsCounts},
+    {"kOldestClaimable", kOldestClaimable},
+    {"kGetGroupId", kGetGroupId},
+    {"kRedriveInsert", kRedriveInsert},
+    {"kPromoteDue", kPromoteDue},
+    {"kExpiredLeases", kExpiredLeases},
+    {"kExpiredTtl", kExpiredTtl},
+    {"kDlqTotals", kDlqTotals},
+    {"kRetentionCandidates", kRetentionCandidates},
+    {"kFindDedup", kFindDedup},
+    {"kPutDedup", kPutDedup},
+    {"kFindReceipt", kFindReceipt},
+    {"kPutReceipt", kPutReceipt},
+    {"kFindAttempt", kFindAttempt},
+    {"kPutAttempt", kPutAttempt},
+    {"kDropDedup", kDropDedup},
+    {"kDropReceipts", kDropReceipts},
+    {"kDropAttempts", kDropAttempts},
+    {"kLoadRef", kLoadRef},
+    {"kGroupHasLive", kGroupHasLive},
+    {"kPromoteNextHead", kPromoteNextHead},
+    {"kUnlock", kUnlock},
+    {"kDeleteMessage", kDeleteMessage},
+    {"kDlqDecrement", kDlqDecrement},
+    {"kDeadLetter", kDeadLetter},
+    {"kDlqIncrement", kDlqIncrement},
+    {"kOldestDead", kOldestDead},
+    {"kHasMetaTable", kHasMetaTable},
+    {"kSchemaToken", kSchemaToken},
+    {"kInsertSchemaToken", kInsertSchemaToken},
+};
+
+}  // namespace mqlite::internal
+
+#endif  // MQLITE_STORES_SQLITE_SRC_QUERIES_H_
