@@ -114,10 +114,11 @@ inline constexpr char kFindAttempt[] =
 inline constexpr char kPutAttempt[] =
     "INSERT OR REPLACE INTO mqlite_attempts (attempt_id, queue_id, mode, payload, "
     "expires_at) VALUES (?, ?, ?, ?, ?)";
-inline constexpr char kDropDedup[] =
-    "DELETE FROM mqlite_dedup WHERE (queue_id, key) IN (SELECT queue_id, key "
-    "FROM mqlite_dedup INDEXED BY mqlite_dedup_expiry WHERE expires_at <= ? "
-    "ORDER BY expires_at LIMIT ?)";
+inline constexpr char kExpiredDedup[] =
+    "SELECT queue_id, key FROM mqlite_dedup INDEXED BY mqlite_dedup_expiry "
+    "WHERE expires_at <= ? ORDER BY expires_at LIMIT ?";
+inline constexpr char kDeleteDedup[] =
+    "DELETE FROM mqlite_dedup WHERE queue_id = ? AND key = ?";
 inline constexpr char kDropReceipts[] =
     "DELETE FROM mqlite_receipts WHERE key IN (SELECT key FROM mqlite_receipts "
     "INDEXED BY mqlite_receipts_expiry WHERE expires_at <= ? "
@@ -199,7 +200,8 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kPutReceipt", kPutReceipt},
     {"kFindAttempt", kFindAttempt},
     {"kPutAttempt", kPutAttempt},
-    {"kDropDedup", kDropDedup},
+    {"kExpiredDedup", kExpiredDedup},
+    {"kDeleteDedup", kDeleteDedup},
     {"kDropReceipts", kDropReceipts},
     {"kDropAttempts", kDropAttempts},
     {"kLoadRef", kLoadRef},

@@ -788,10 +788,23 @@ class SqliteTxn final : public StoreTxn {
   Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
     int64_t total = 0;
     {
-      Query d(c_, kDropDedup);
-      d.Int(now).Int(limit);
-      MQLITE_RETURN_IF_ERROR(d.Exec());
-      total += sqlite3_changes(c_->db());
+      // WITHOUT ROWID with a composite key: collect, then delete by key.
+      std::vector<std::pair<int64_t, std::string>> keys;
+      {
+        Query q(c_, kExpiredDedup);
+        q.Int(now).Int(limit);
+        for (;;) {
+          MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) break;
+          keys.emplace_back(q.ColInt(0), q.ColBytes(1));
+        }
+      }
+      for (const auto& [queue_id, key] : keys) {
+        Query d(c_, kDeleteDedup);
+        d.Int(queue_id).Bytes(key);
+        MQLITE_RETURN_IF_ERROR(d.Exec());
+      }
+      total += static_cast<int64_t>(keys.size());
     }
     {
       Query d(c_, kDropReceipts);
