@@ -142,14 +142,17 @@ inline constexpr char kUnlock[] =
     "UPDATE mqlite_messages SET state = ?, lock_token = NULL, locked_until = 0 "
     "WHERE seq = ?";
 inline constexpr char kDeleteMessage[] =
-    "DELETE FROM mqlite_messages WHERE seq = ?";
+    "DELETE FROM mqlite_messages WHERE seq = ? RETURNING state, is_head, body_size";
 inline constexpr char kDlqDecrement[] =
     "UPDATE mqlite_queues SET dlq_count = dlq_count - 1, "
     "dlq_bytes = dlq_bytes - ? WHERE id = ?";
 inline constexpr char kDeadLetter[] =
-    "UPDATE mqlite_messages SET state = 4, is_head = 0, lock_token = NULL, "
+    "UPDATE mqlite_messages SET state = 4, lock_token = NULL, "
     "locked_until = 0, dead_lettered_at = ?, dead_letter_reason = ?, "
     "dead_letter_description = ? WHERE seq = ?";
+// Clears headship and reports (through changes()) whether the row had it.
+inline constexpr char kClearHead[] =
+    "UPDATE mqlite_messages SET is_head = 0 WHERE seq = ? AND is_head = 1";
 inline constexpr char kDlqIncrement[] =
     "UPDATE mqlite_queues SET dlq_count = dlq_count + 1, "
     "dlq_bytes = dlq_bytes + ? WHERE id = ?";
@@ -211,6 +214,7 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kDeleteMessage", kDeleteMessage},
     {"kDlqDecrement", kDlqDecrement},
     {"kDeadLetter", kDeadLetter},
+    {"kClearHead", kClearHead},
     {"kDlqIncrement", kDlqIncrement},
     {"kOldestDead", kOldestDead},
     {"kHasMetaTable", kHasMetaTable},

@@ -445,6 +445,8 @@ class SqliteTxn final : public StoreTxn {
     std::set<int64_t> skipped;           // heads of groups already taken in this batch
     std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
     while (static_cast<int>(out.size()) < req.max_messages) {
+      const int64_t limit = req.max_messages - static_cast<int64_t>(out.size()) +
+                            static_cast<int64_t>(skipped.size());
       std::vector<RowRef> cands;
       {
         Query q(c_,
@@ -457,12 +459,13 @@ class SqliteTxn final : public StoreTxn {
           cands.push_back(ReadRef(q));
         }
       }
-      bool progressed = false;
+      bool progressed = false, newly_skipped = false;
       for (const RowRef& r : cands) {
         if (static_cast<int>(out.size()) >= req.max_messages) break;
         if (skipped.count(r.seq)) continue;
         if (r.group_key && taken_groups.count(*r.group_key)) {
-          skipped.insert(r.seq);
+          skipped.insert(r.seq);  // widens the next query by one
+          newly_skipped = true;
           continue;
         }
         progressed = true;
@@ -504,7 +507,9 @@ class SqliteTxn final : public StoreTxn {
         }
         if (r.group_key) taken_groups.insert(*r.group_key);
       }
-      if (!progressed) break;
+      // Stop when the index has nothing left but skipped heads. Otherwise
+      // query again: claims or skips changed what the next query returns.
+      if (!progressed && (!newly_skipped || cands.size() < static_cast<size_t>(limit))) break;
     }
     return out;
   }
@@ -902,17 +907,24 @@ class SqliteTxn final : public StoreTxn {
     return u.Exec();
   }
 
-  // Deletes a row; keeps DLQ counters and group headship right.
+  // Deletes a row; keeps DLQ counters and group headship right. Headship and
+  // state are read from the row as it is deleted, never from `r` (which may
+  // have been collected before an earlier change in the same transaction).
   Status Remove(const QueueRecord& queue, const RowRef& r) {
     Query d(c_, kDeleteMessage);
     d.Int(r.seq);
+    MQLITE_ASSIGN_OR_RETURN(bool row, d.Step());
+    if (!row) return Status::OK();  // already gone
+    const int state = static_cast<int>(d.ColInt(0));
+    const bool was_head = d.ColInt(1) != 0;
+    const int64_t body_size = d.ColInt(2);
     MQLITE_RETURN_IF_ERROR(d.Exec());
-    if (r.state == kDead) {
+    if (state == kDead) {
       Query c(c_, kDlqDecrement);
-      c.Int(r.body_size).Int(queue.id);
+      c.Int(body_size).Int(queue.id);
       MQLITE_RETURN_IF_ERROR(c.Exec());
     }
-    if (r.is_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
+    if (was_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
     return Status::OK();
   }
 
@@ -924,7 +936,11 @@ class SqliteTxn final : public StoreTxn {
     Query c(c_, kDlqIncrement);
     c.Int(r.body_size).Int(queue.id);
     MQLITE_RETURN_IF_ERROR(c.Exec());
-    if (r.is_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
+    Query h(c_, kClearHead);
+    h.Int(r.seq);
+    MQLITE_RETURN_IF_ERROR(h.Exec());
+    const bool was_head = sqlite3_changes(c_->db()) > 0;
+    if (was_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
     return Status::OK();
   }
 

@@ -72,6 +72,7 @@ const std::map<std::string, std::vector<std::string>>& Expectations() {
       {"kDeleteMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDlqDecrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDeadLetter", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kClearHead", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDlqIncrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kOldestDead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=? AND dead_lettered_at<?)"}},
       // Open-time only: looks for our table among the file's tables.
