@@ -261,8 +261,10 @@ class StoreTxn {
   // Moves dead letters (oldest dead-lettered first, at most max_messages if >
   // 0, only those dead-lettered at or before now − older_than_ms) to `target`
   // as new active messages: new seq, delivery_count 0, dead-letter fields
-  // cleared, every other field kept; the group key is recomputed for the
-  // target with GroupKeyFor. A dead letter without group_id is skipped (stays
+  // cleared, visible_at = now, expires_at = now + the target's default_ttl
+  // (0 = none; a redriven message starts a fresh life), body, ids,
+  // properties, priority and enqueued_at kept; the group key is recomputed
+  // for the target with GroupKeyFor. A dead letter without group_id is skipped (stays
   // dead-lettered) when the target is group_fifo. Returns how many moved.
   virtual Result<int64_t> Redrive(const QueueRecord& queue, const QueueRecord& target,
                                   const RedriveOptions& options, int64_t now) = 0;

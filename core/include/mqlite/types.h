@@ -59,7 +59,7 @@ inline constexpr std::string_view kReasonTtlExpired = "TTLExpired";
 // A queue's configuration (SPEC §2). CreateQueue is an idempotent upsert of
 // name + config. Zero means "the default" where the comment says so.
 struct QueueConfig {
-  std::string name;  // 1–128 bytes of [A-Za-z0-9._:/-]
+  std::string name{};  // 1–128 bytes of [A-Za-z0-9._:/-]
   int64_t lock_duration_ms = 30'000;  // 1 s – 12 h
   int32_t max_delivery_count = 10;    // 1 – 1000
   int64_t default_ttl_ms = 0;         // 0 = none; caps longer per-message TTLs
@@ -89,13 +89,13 @@ struct LockToken {
 
 // What a producer sends (SPEC §4).
 struct OutgoingMessage {
-  std::string body;                           // ≤ max_message_bytes
-  std::optional<std::string> message_id;      // ≤ 128 bytes; dedup key
-  std::optional<std::string> group_id;        // ≤ 128 bytes; present = grouped
-  std::optional<std::string> subject;         // ≤ 1024 bytes
-  std::optional<std::string> correlation_id;  // ≤ 128 bytes
-  std::optional<std::string> content_type;    // ≤ 1024 bytes
-  std::map<std::string, std::string> properties;  // ≤ 64; key 1–128 B, value ≤ 4096 B
+  std::string body{};                         // ≤ max_message_bytes
+  std::optional<std::string> message_id{};      // ≤ 128 bytes; dedup key
+  std::optional<std::string> group_id{};        // ≤ 128 bytes; present = grouped
+  std::optional<std::string> subject{};         // ≤ 1024 bytes
+  std::optional<std::string> correlation_id{};  // ≤ 128 bytes
+  std::optional<std::string> content_type{};    // ≤ 1024 bytes
+  std::map<std::string, std::string> properties{};  // ≤ 64; key 1–128 B, value ≤ 4096 B
   int priority = 0;          // 0–9, higher first (not within a group)
   int64_t schedule_at_ms = 0;  // > now: scheduled until then (0 = not set)
   int64_t delay_ms = 0;        // > 0: scheduled until now + delay
@@ -105,14 +105,14 @@ struct OutgoingMessage {
 // A stored message as returned by Receive, Peek, ReceiveDeferred (SPEC §3).
 struct Message {
   int64_t seq = 0;
-  std::string queue;
-  std::string body;
-  std::optional<std::string> message_id;
-  std::optional<std::string> group_id;
-  std::optional<std::string> subject;
-  std::optional<std::string> correlation_id;
-  std::optional<std::string> content_type;
-  std::map<std::string, std::string> properties;
+  std::string queue{};
+  std::string body{};
+  std::optional<std::string> message_id{};
+  std::optional<std::string> group_id{};
+  std::optional<std::string> subject{};
+  std::optional<std::string> correlation_id{};
+  std::optional<std::string> content_type{};
+  std::map<std::string, std::string> properties{};
   int priority = 0;
   int64_t enqueued_at = 0;
   int64_t visible_at = 0;
@@ -120,9 +120,9 @@ struct Message {
   int32_t delivery_count = 0;
   MessageState state = MessageState::kActive;
   int64_t locked_until = 0;  // 0 when not locked (and for Receive-and-Delete)
-  LockToken lock_token;      // empty when not locked
-  std::optional<std::string> dead_letter_reason;
-  std::optional<std::string> dead_letter_description;
+  LockToken lock_token{};    // empty when not locked
+  std::optional<std::string> dead_letter_reason{};
+  std::optional<std::string> dead_letter_description{};
   int64_t dead_lettered_at = 0;  // 0 unless dead-lettered
 };
 
@@ -132,7 +132,7 @@ struct ReceiveOptions {
   int64_t wait_ms = 0;   // long-poll, 0–20'000 (SPEC §5)
   // SPEC §7.3: a retry with the same id within attempt retention (5 min)
   // returns the same seqs and tokens and claims nothing new. 1–128 bytes.
-  std::optional<std::string> attempt_id;
+  std::optional<std::string> attempt_id{};
 };
 
 // Cancellation for any engine call (SPEC §10). Both are real time (steady
@@ -145,7 +145,7 @@ struct ReceiveOptions {
 //    one can wedge the connection); inside Tx the next queue operation does
 //    not start, and the transaction rolls back.
 struct CallOptions {
-  std::stop_token stop_token;
+  std::stop_token stop_token{};
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 
   // Convenience: a deadline `ms` from now.
@@ -159,23 +159,23 @@ struct CallOptions {
 // One item of CompleteBatch / RenewBatch (≤ 512 items, SPEC §6).
 struct SettleItem {
   int64_t seq = 0;
-  LockToken token;
+  LockToken token{};
 };
 
 // Per-item outcome of RenewBatch: the committed locked_until, or the error.
 struct RenewOutcome {
-  Status status;
+  Status status{};
   int64_t locked_until = 0;
 };
 
 struct PeekOptions {
-  std::optional<MessageState> state;  // nullopt = every state
+  std::optional<MessageState> state{};  // nullopt = every state
   int64_t from_seq = 0;               // return seqs > from_seq (paging)
   int max_messages = 100;             // 1–1000
 };
 
 struct RedriveOptions {
-  std::string target_queue;  // empty = the same queue
+  std::string target_queue{};  // empty = the same queue
   int64_t max_messages = 0;  // 0 = all
   int64_t older_than_ms = 0; // only dead letters dead-lettered ≥ this long ago
 };

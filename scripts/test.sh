@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Quick start, step 2 (and what CI runs, through .ci/run): install the
+# dependencies, then build and test three configurations from CMakePresets.json:
+#
+#   default  RelWithDebInfo, every test (unit, store, integration, packaging)
+#   asan     AddressSanitizer + UBSan, every test
+#   tsan     ThreadSanitizer, the tests labelled `concurrency`
+#
+# Every stage runs even if an earlier one failed. The output ends with a recap
+# of each stage's ctest summary and then ONE aggregate line in ctest's format,
+#   "N% tests passed, F tests failed out of T"
+# summed over the stages (a stage that failed to configure or build counts as
+# one failed test, so that line never claims success for a broken stage). The
+# exit status is non-zero if any stage failed. Per-stage ctest logs are kept in
+# build/test-logs/.
+#
+# Environment:
+#   MQLITE_TEST_STAGES    stages to run, default "default asan tsan"
+#   CTEST_PARALLEL_LEVEL  ctest's own knob for running tests in parallel
+#   MQLITE_WITH_POSTGRES  ON: start a throwaway PostgreSQL cluster and build
+#                         the PostgreSQL store (not implemented yet)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+readonly LOG_DIR="build/test-logs"
+readonly START=$SECONDS
+extra_cmake_args=()
+
+elapsed() {  # seconds -> "3m07s"
+  printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
+}
+
+banner() {
+  printf '\n==== %s  [t+%s] ====\n' "$1" "$(elapsed $((SECONDS - START)))"
+}
+
+is_on() {
+  case "${1:-}" in ON | on | On | 1 | TRUE | true | True | YES | yes | Y | y) return 0 ;; *) return 1 ;; esac
+}
+
+# ---- PostgreSQL test cluster ---------------------------------------------------
+# A no-op unless MQLITE_WITH_POSTGRES is ON. The PostgreSQL store does not exist
+# yet (configuring with -DMQLITE_WITH_POSTGRES=ON is still a configure error);
+# when it lands, its tests find the server through MQLITE_TEST_POSTGRES_DSN.
+# This initdb's a throwaway cluster in a temp dir and starts it with pg_ctl on
+# 127.0.0.1 only (the server refuses to run as root, so as root it runs as the
+# `postgres` OS user), and stops and deletes it when this script exits.
+PG_DIR=""
+PG_BIN=""
+
+as_postgres() {
+  if [[ "$(id -u)" -eq 0 ]]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+stop_test_postgres() {
+  if [[ -n "$PG_DIR" ]]; then
+    as_postgres "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$PG_DIR"
+    PG_DIR=""
+  fi
+}
+
+start_test_postgres() {
+  is_on "${MQLITE_WITH_POSTGRES:-OFF}" || return 0
+  banner "postgres: starting a throwaway test cluster"
+  PG_BIN="$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
+  if [[ -z "$PG_BIN" || ! -x "$PG_BIN/initdb" ]]; then
+    echo "postgres: initdb not found (scripts/deps.sh installs the postgresql package)" >&2
+    return 1
+  fi
+  local port="${MQLITE_TEST_POSTGRES_PORT:-55432}"
+  PG_DIR="$(mktemp -d /tmp/mqlite-pg.XXXXXX)"
+  trap stop_test_postgres EXIT
+  if [[ "$(id -u)" -eq 0 ]]; then
+    chown postgres:postgres "$PG_DIR"
+  fi
+  as_postgres "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --no-sync \
+    >"$PG_DIR/initdb.log" 2>&1 || { cat "$PG_DIR/initdb.log" >&2; return 1; }
+  as_postgres "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $PG_DIR" start >/dev/null ||
+    { cat "$PG_DIR/server.log" >&2; return 1; }
+  export MQLITE_TEST_POSTGRES_DSN="host=127.0.0.1 port=$port user=postgres dbname=postgres"
+  extra_cmake_args+=(-DMQLITE_WITH_POSTGRES=ON)
+  echo "postgres: up, MQLITE_TEST_POSTGRES_DSN=$MQLITE_TEST_POSTGRES_DSN"
+}
+
+# ---- Stages --------------------------------------------------------------------
+stage_lines=()   # recap lines
+failed_stages=()
+agg_total=0
+agg_failed=0
+
+# run_stage PRESET: configure, build and ctest one preset. Never exits the
+# script; records the outcome in the globals above.
+run_stage() {
+  local preset="$1" t0=$SECONDS log="$LOG_DIR/$1.log" rc=0 outcome summary=""
+  banner "$preset: configure + build + test"
+  : >"$log"
+  if ! cmake --preset "$preset" ${extra_cmake_args[@]+"${extra_cmake_args[@]}"}; then
+    outcome="FAIL (configure)"
+  elif ! cmake --build --preset "$preset"; then
+    outcome="FAIL (build)"
+  else
+    ctest --preset "$preset" 2>&1 | tee "$log" || rc=$?
+    summary="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n 1 || true)"
+    local re='^[0-9]+% tests passed, ([0-9]+) tests failed out of ([0-9]+)'
+    local failed=0 total=0
+    if [[ "$summary" =~ $re ]]; then
+      failed="${BASH_REMATCH[1]}"
+      total="${BASH_REMATCH[2]}"
+    fi
+    if ((rc != 0)); then
+      outcome="FAIL (ctest exit $rc)"
+      ((failed > 0)) || failed=1  # ctest failed without a failing test: count it
+    elif ((total == 0)) && [[ "$preset" != "tsan" ]]; then
+      outcome="FAIL (ran no tests)"
+      failed=1
+    elif ((total == 0)); then
+      outcome="PASS (no tests labelled concurrency yet)"
+    elif ((failed > 0)); then
+      outcome="FAIL"
+    else
+      outcome="PASS"
+    fi
+    agg_total=$((agg_total + (total > failed ? total : failed)))
+    agg_failed=$((agg_failed + failed))
+  fi
+  case "$outcome" in
+    "FAIL (configure)" | "FAIL (build)")
+      agg_total=$((agg_total + 1))
+      agg_failed=$((agg_failed + 1))
+      ;;
+  esac
+  [[ "$outcome" == PASS* ]] || failed_stages+=("$preset")
+  local took
+  took="$(elapsed $((SECONDS - t0)))"
+  printf -- '---- %s: %s in %s\n' "$preset" "$outcome" "$took"
+  stage_lines+=("$(printf '  %-8s %-34s %8s  %s' "$preset" "$outcome" "$took" "${summary:-no ctest summary}")")
+}
+
+main() {
+  mkdir -p "$LOG_DIR"
+  banner "deps"
+  bash scripts/deps.sh
+  start_test_postgres
+
+  local stages
+  read -r -a stages <<<"${MQLITE_TEST_STAGES:-default asan tsan}"
+  local s
+  for s in "${stages[@]}"; do
+    run_stage "$s"
+  done
+
+  banner "summary: total $(elapsed $((SECONDS - START)))"
+  printf '%s\n' "${stage_lines[@]}"
+  if ((${#failed_stages[@]} > 0)); then
+    echo "test.sh: FAILED stages: ${failed_stages[*]} (ctest logs in $LOG_DIR/)"
+  else
+    echo "test.sh: all stages passed"
+  fi
+
+  # The aggregate, in ctest's own words and rounding (never 100% with a failure).
+  local passed=$((agg_total - agg_failed)) pct=0
+  if ((agg_total > 0)); then
+    pct=$(((passed * 100 + agg_total / 2) / agg_total))
+    if ((agg_failed > 0 && pct > 99)); then pct=99; fi
+  fi
+  echo "${pct}% tests passed, ${agg_failed} tests failed out of ${agg_total}"
+  ((${#failed_stages[@]} == 0))
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi
