@@ -94,6 +94,11 @@ struct Engine::Impl {
 
   std::thread maintenance_thread;
 
+  // Tx contexts, reused across Tx calls (see TxContext's comment).
+  std::mutex tx_mu;
+  std::vector<std::unique_ptr<TxContext>> tx_contexts;
+  std::vector<TxContext*> tx_free;
+
   // RAII admission of one public call: the Close fence (SPEC §9), the
   // cancellation pre-check (SPEC §10) and the no-reentry-from-Tx rule.
   class Call {
@@ -410,7 +415,7 @@ struct TxContext::State {
   // a savepoint so a failed operation leaves no trace even if the callback
   // carries on.
   Status Run(std::string_view what, const std::function<Status(StoreTxn&)>& op) {
-    if (!active || std::this_thread::get_id() != thread) {
+    if (!active || txn == nullptr || std::this_thread::get_id() != thread) {
       return Status::InvalidArgument(std::string(what) +
                                      ": TxContext used outside its Tx callback");
     }
@@ -427,8 +432,14 @@ struct TxContext::State {
   }
 };
 
+TxContext::TxContext(std::unique_ptr<State> state) : state_(std::move(state)) {}
+TxContext::~TxContext() = default;
+
 void* TxContext::native_handle() const {
-  return state_->active ? state_->txn->NativeHandle() : nullptr;
+  if (!state_->active || !state_->txn || std::this_thread::get_id() != state_->thread) {
+    return nullptr;
+  }
+  return state_->txn->NativeHandle();
 }
 
 const std::string& TxContext::native_handle_type() const {
@@ -916,31 +927,48 @@ Status Engine::Tx(const std::function<Status(TxContext&)>& fn, const CallOptions
   if (!fn) return Status::InvalidArgument("Tx: callback is empty");
   std::exception_ptr thrown;
   bool wrote = false;
+  TxContext* ctx = nullptr;
+  {
+    std::lock_guard<std::mutex> l(impl_->tx_mu);
+    if (impl_->tx_free.empty()) {
+      auto state = std::make_unique<TxContext::State>();
+      state->impl = impl_.get();
+      impl_->tx_contexts.push_back(std::unique_ptr<TxContext>(new TxContext(std::move(state))));
+      impl_->tx_free.push_back(impl_->tx_contexts.back().get());
+    }
+    ctx = impl_->tx_free.back();
+    impl_->tx_free.pop_back();
+  }
+  TxContext::State& state = *ctx->state_;
   Status s = impl_->store->Run(
       TxnKind::kWrite, ToRunOptions(call, /*rerunnable=*/false), [&](StoreTxn& txn) -> Status {
-        TxContext::State state;
-        state.impl = impl_.get();
         state.txn = &txn;
         state.call = &call;
         state.thread = std::this_thread::get_id();
+        state.wrote = false;
         state.active = true;
-        TxContext ctx(&state);
         tl_tx_engine = impl_.get();
         Status r;
         try {
-          r = fn(ctx);
+          r = fn(*ctx);
         } catch (...) {
           thrown = std::current_exception();
           r = Status::Internal("Tx: the callback threw; everything it did was rolled back");
         }
         tl_tx_engine = nullptr;
         state.active = false;
+        state.txn = nullptr;
+        state.call = nullptr;
         if (r.ok()) r = txn.CheckNativeTxnOpen();
         // SPEC §10: cancellation observed before commit rolls everything back.
         if (r.ok()) r = CheckCancelled(call, "Tx");
         wrote = state.wrote;
         return r;
       });
+  {
+    std::lock_guard<std::mutex> l(impl_->tx_mu);
+    impl_->tx_free.push_back(ctx);
+  }
   if (thrown) std::rethrow_exception(thrown);
   if (s.ok() && wrote) impl_->Wake();
   return s;

@@ -70,11 +70,12 @@ class TxContext {
  public:
   TxContext(const TxContext&) = delete;
   TxContext& operator=(const TxContext&) = delete;
+  ~TxContext();
 
   // The store's native transaction handle for the application's own data
   // (sqlite3* on SQLite: see mqlite/sqlite.h's SqliteHandle()). Valid only
-  // during the callback. Do not COMMIT, ROLLBACK or BEGIN on it; do not keep
-  // it. nullptr after the callback.
+  // during the callback, on its thread. Do not COMMIT, ROLLBACK or BEGIN on
+  // it; do not keep it. nullptr outside the callback.
   void* native_handle() const;
   // StoreCapabilities::native_handle_type ("sqlite3", ...).
   const std::string& native_handle_type() const;
@@ -92,8 +93,11 @@ class TxContext {
  private:
   friend class Engine;
   struct State;
-  explicit TxContext(State* state) : state_(state) {}
-  State* state_;
+  // Contexts are owned and reused by their engine, so a reference kept past
+  // the callback is refused (InvalidArgument) rather than dangling — for as
+  // long as the engine object lives.
+  explicit TxContext(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
 };
 
 class Engine {

@@ -1,0 +1,250 @@
+// Shared fixture and helpers for the SQLite store's engine-level tests.
+//
+// SqliteEngineTest gives every test a fresh temporary directory (mkdtemp,
+// removed afterwards), a database file inside it, a ManualClock and an Engine
+// opened on that file with background maintenance OFF, so every lease, schedule
+// and TTL is driven by the clock and RunMaintenance() — never by sleeping.
+#ifndef MQLITE_STORES_SQLITE_TESTS_TEST_UTIL_H_
+#define MQLITE_STORES_SQLITE_TESTS_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mqlite/clock.h"
+#include "mqlite/engine.h"
+#include "mqlite/sqlite.h"
+#include "mqlite/status.h"
+#include "mqlite/types.h"
+
+namespace mqlite {
+
+// Readable gtest output for the enums the tests compare.
+inline void PrintTo(StatusCode code, std::ostream* os) { *os << StatusCodeName(code); }
+inline void PrintTo(MessageState s, std::ostream* os) { *os << MessageStateName(s); }
+inline void PrintTo(const Status& s, std::ostream* os) { *os << s.ToString(); }
+inline void PrintTo(const LockToken& t, std::ostream* os) { *os << t.ToHex(); }
+
+namespace testing {
+
+// The ManualClock's starting point in every fixture.
+inline constexpr int64_t kT0 = 1'700'000'000'000;
+
+inline ::testing::AssertionResult IsOk(const Status& s) {
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "expected OK, got " << s.ToString();
+}
+template <typename T>
+::testing::AssertionResult IsOk(const Result<T>& r) {
+  return IsOk(r.status());
+}
+
+// Asserts an exact StatusCode (never "any error").
+inline ::testing::AssertionResult HasCode(const Status& s, StatusCode want) {
+  if (s.code() == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "expected " << StatusCodeName(want) << ", got " << s.ToString();
+}
+template <typename T>
+::testing::AssertionResult HasCode(const Result<T>& r, StatusCode want) {
+  return HasCode(r.status(), want);
+}
+
+#define MQ_ASSERT_OK(expr) ASSERT_TRUE(::mqlite::testing::IsOk((expr)))
+#define MQ_EXPECT_OK(expr) EXPECT_TRUE(::mqlite::testing::IsOk((expr)))
+#define MQ_EXPECT_CODE(expr, code) \
+  EXPECT_TRUE(::mqlite::testing::HasCode((expr), ::mqlite::StatusCode::code))
+#define MQ_ASSERT_CODE(expr, code) \
+  ASSERT_TRUE(::mqlite::testing::HasCode((expr), ::mqlite::StatusCode::code))
+
+#define MQ_ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  MQ_ASSERT_OK_AND_ASSIGN_IMPL_(MQLITE_CONCAT_(mq_result_, __LINE__), lhs, expr)
+#define MQ_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                  \
+  ASSERT_TRUE(::mqlite::testing::IsOk(tmp));          \
+  lhs = std::move(tmp).value()
+
+inline std::string StatsString(const QueueStats& s) {
+  std::ostringstream os;
+  os << "{active=" << s.active << " locked=" << s.locked << " deferred=" << s.deferred
+     << " scheduled=" << s.scheduled << " dead_lettered=" << s.dead_lettered << " total=" << s.total
+     << " body_bytes=" << s.body_bytes << " oldest_claimable_age_ms=" << s.oldest_claimable_age_ms
+     << "}";
+  return os.str();
+}
+
+inline ::testing::AssertionResult StatsEq(const QueueStats& a, const QueueStats& b) {
+  if (a.active == b.active && a.locked == b.locked && a.deferred == b.deferred &&
+      a.scheduled == b.scheduled && a.dead_lettered == b.dead_lettered && a.total == b.total &&
+      a.body_bytes == b.body_bytes && a.oldest_claimable_age_ms == b.oldest_claimable_age_ms) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << StatsString(a) << " != " << StatsString(b);
+}
+
+// A directory from mkdtemp, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "mqlite-sqlite-test-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) == nullptr) {
+      ADD_FAILURE() << "mkdtemp failed for " << tmpl;
+      std::abort();
+    }
+    path_ = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string File(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+ private:
+  std::string path_;
+};
+
+// Opens the SQLite store at `path` and an engine on it.
+inline Result<std::unique_ptr<Engine>> OpenEngineAt(const std::string& path,
+                                                    const EngineOptions& options,
+                                                    Durability durability = Durability::kNormal) {
+  Result<std::unique_ptr<Store>> store = OpenSqliteStore({.path = path, .durability = durability});
+  if (!store.has_value()) return std::move(store).error();
+  return Engine::Open(std::move(*store), options);
+}
+
+class SqliteEngineTest : public ::testing::Test {
+ protected:
+  SqliteEngineTest() : db_path_(dir_.File("queue.db")), clock_(kT0) {}
+
+  void SetUp() override { ASSERT_TRUE(IsOk(OpenEngine(DefaultOptions()))); }
+
+  void TearDown() override {
+    if (engine_) {
+      EXPECT_TRUE(IsOk(engine_->Close()));
+      engine_.reset();
+    }
+  }
+
+  EngineOptions DefaultOptions() {
+    EngineOptions o;
+    o.clock = &clock_;
+    o.background_maintenance = false;
+    return o;
+  }
+
+  // Closes any open engine, then opens a new one on db_path_ with `options`
+  // (remembered for Reopen()).
+  Status OpenEngine(const EngineOptions& options) {
+    if (engine_) {
+      Status s = engine_->Close();
+      engine_.reset();
+      if (!s.ok()) return s;
+    }
+    options_ = options;
+    Result<std::unique_ptr<Engine>> e = OpenEngineAt(db_path_, options_);
+    if (!e.has_value()) return std::move(e).error();
+    engine_ = std::move(*e);
+    return Status::OK();
+  }
+
+  // Closes the engine and opens a fresh one on the same file with the same
+  // options; the clock is not moved.
+  Status Reopen() { return OpenEngine(options_); }
+
+  Engine& engine() { return *engine_; }
+
+  // Creates queue `name` from `config` (its name overwritten).
+  Result<QueueConfig> CreateQueue(std::string_view name, QueueConfig config = {}) {
+    config.name = std::string(name);
+    return engine_->CreateQueue(config);
+  }
+
+  Result<int64_t> SendBody(std::string_view queue, std::string body) {
+    OutgoingMessage m;
+    m.body = std::move(body);
+    return engine_->Send(queue, m);
+  }
+
+  // Receives exactly one message (NotFound if nothing was eligible).
+  Result<Message> ReceiveOne(std::string_view queue, ReceiveMode mode = ReceiveMode::kPeekLock) {
+    ReceiveOptions o;
+    o.max_messages = 1;
+    o.mode = mode;
+    Result<std::vector<Message>> got = engine_->Receive(queue, o);
+    if (!got.has_value()) return std::move(got).error();
+    if (got->size() != 1) {
+      return Status::NotFound("ReceiveOne got " + std::to_string(got->size()) + " messages");
+    }
+    return std::move((*got)[0]);
+  }
+
+  // Receives (PeekLock) up to `max` messages in one call.
+  Result<std::vector<Message>> ReceiveMany(std::string_view queue, int max) {
+    ReceiveOptions o;
+    o.max_messages = max;
+    return engine_->Receive(queue, o);
+  }
+
+  // The message `seq` of `queue` as Peek sees it (NotFound if absent).
+  Result<Message> Find(std::string_view queue, int64_t seq) {
+    PeekOptions o;
+    o.from_seq = seq - 1;
+    o.max_messages = 1;
+    Result<std::vector<Message>> got = engine_->Peek(queue, o);
+    if (!got.has_value()) return std::move(got).error();
+    if (got->empty() || (*got)[0].seq != seq) {
+      return Status::NotFound("seq " + std::to_string(seq) + " not in queue " + std::string(queue));
+    }
+    return std::move((*got)[0]);
+  }
+
+  // Every message of `queue` (optionally of one state), in seq order, paging
+  // through Peek.
+  Result<std::vector<Message>> PeekAll(std::string_view queue,
+                                       std::optional<MessageState> state = std::nullopt) {
+    std::vector<Message> all;
+    PeekOptions o;
+    o.state = state;
+    o.max_messages = 1000;
+    for (;;) {
+      Result<std::vector<Message>> page = engine_->Peek(queue, o);
+      if (!page.has_value()) return std::move(page).error();
+      if (page->empty()) break;
+      o.from_seq = page->back().seq;
+      for (Message& m : *page) all.push_back(std::move(m));
+    }
+    return all;
+  }
+
+  Result<QueueStats> StatsOf(std::string_view queue) { return engine_->Stats(queue); }
+
+  TempDir dir_;
+  std::string db_path_;
+  ManualClock clock_;
+  EngineOptions options_;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace testing
+}  // namespace mqlite
+
+#endif  // MQLITE_STORES_SQLITE_TESTS_TEST_UTIL_H_

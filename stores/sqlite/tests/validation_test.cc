@@ -1,0 +1,489 @@
+// Argument validation (SPEC §2, §4, §5, §6, §10): every bad input gets its
+// exact StatusCode, a message naming what was wrong, and writes nothing.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mqlite/engine.h"
+#include "mqlite/types.h"
+#include "test_util.h"
+
+namespace mqlite {
+namespace {
+
+using ::mqlite::testing::kT0;
+using ::mqlite::testing::SqliteEngineTest;
+using ::mqlite::testing::StatsEq;
+
+class ValidationTest : public SqliteEngineTest {
+ protected:
+  void SetUp() override {
+    SqliteEngineTest::SetUp();
+    if (HasFatalFailure()) return;
+    MQ_ASSERT_OK(CreateQueue("jobs"));
+    // Something in every state so "nothing written" is a meaningful check.
+    MQ_ASSERT_OK(SendBody("jobs", "active"));
+    MQ_ASSERT_OK_AND_ASSIGN(locked_, ReceiveOne("jobs"));
+    MQ_ASSERT_OK_AND_ASSIGN(deferred_seq_, SendBody("jobs", "deferred"));
+    MQ_ASSERT_OK_AND_ASSIGN(Message d, ReceiveOne("jobs"));
+    MQ_ASSERT_OK(engine().Defer("jobs", d.seq, d.lock_token));
+    MQ_ASSERT_OK_AND_ASSIGN(scheduled_seq_,
+                            engine().Send("jobs", {.body = "scheduled", .delay_ms = 60'000}));
+    MQ_ASSERT_OK_AND_ASSIGN(active_seq_, SendBody("jobs", "still active"));
+    MQ_ASSERT_OK_AND_ASSIGN(before_, StatsOf("jobs"));
+    ASSERT_EQ(before_.locked, 1);
+    ASSERT_EQ(before_.deferred, 1);
+    ASSERT_EQ(before_.scheduled, 1);
+    ASSERT_EQ(before_.active, 1);
+  }
+
+  // Stats of "jobs" and the set of queues are exactly as after SetUp.
+  void ExpectNothingWritten() {
+    MQ_ASSERT_OK_AND_ASSIGN(QueueStats now, StatsOf("jobs"));
+    EXPECT_TRUE(StatsEq(before_, now));
+    MQ_ASSERT_OK_AND_ASSIGN(std::vector<QueueConfig> qs, engine().ListQueues());
+    ASSERT_EQ(qs.size(), 1u);
+    EXPECT_EQ(qs[0].name, "jobs");
+  }
+
+  Message locked_;
+  int64_t deferred_seq_ = 0;
+  int64_t scheduled_seq_ = 0;
+  int64_t active_seq_ = 0;
+  QueueStats before_;
+};
+
+LockToken SomeToken() {
+  LockToken t;
+  t.bytes[0] = 0xab;
+  t.bytes[15] = 0x01;
+  return t;
+}
+
+// ---- queue names (SPEC §2) -------------------------------------------------------
+
+TEST_F(ValidationTest, Spec2_BadQueueNamesAreInvalidArgument) {
+  const std::vector<std::string> bad = {
+      "",
+      std::string(129, 'a'),
+      "has space",
+      "\xC3\xA4",  // ä
+      "caf\xC3\xA9",
+      "star*",
+      std::string("nul\0byte", 8),
+      "tab\t",
+      "semi;colon",
+      "quote'",
+      "back\\slash",
+      "percent%",
+      "at@",
+      "plus+",
+      "comma,",
+  };
+  for (const std::string& name : bad) {
+    SCOPED_TRACE("name '" + name + "' (" + std::to_string(name.size()) + " bytes)");
+    MQ_EXPECT_CODE(engine().CreateQueue({.name = name}), kInvalidArgument);
+    MQ_EXPECT_CODE(engine().GetQueue(name), kInvalidArgument);
+    MQ_EXPECT_CODE(engine().Send(name, {.body = "x"}), kInvalidArgument);
+  }
+  ExpectNothingWritten();
+}
+
+TEST_F(ValidationTest, Spec2_EdgeQueueNamesAreValid) {
+  const std::vector<std::string> good = {
+      "a", std::string(128, 'z'), "._:/-", "A-Z.a_z:0/9", "-",
+      "/", "orders/eu-west.1:v2", "UPPER", "0123456789",
+  };
+  for (const std::string& name : good) {
+    SCOPED_TRACE("name '" + name + "'");
+    MQ_ASSERT_OK_AND_ASSIGN(QueueConfig c, engine().CreateQueue({.name = name}));
+    EXPECT_EQ(c.name, name);
+    MQ_ASSERT_OK_AND_ASSIGN(QueueConfig got, engine().GetQueue(name));
+    EXPECT_EQ(got.name, name);
+    MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, engine().Send(name, {.body = "x"}));
+    MQ_ASSERT_OK_AND_ASSIGN(Message m, Find(name, seq));
+    EXPECT_EQ(m.queue, name);
+  }
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<QueueConfig> qs, engine().ListQueues());
+  EXPECT_EQ(qs.size(), good.size() + 1);
+}
+
+// ---- queue config ranges (SPEC §2) -------------------------------------------------
+
+TEST_F(ValidationTest, Spec2_LockDurationOutsideOneSecondToTwelveHours) {
+  for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{999}, int64_t{12LL * 3600 * 1000 + 1}}) {
+    SCOPED_TRACE(v);
+    MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .lock_duration_ms = v}), kInvalidArgument);
+  }
+  MQ_EXPECT_CODE(engine().GetQueue("q"), kQueueNotFound);
+  ExpectNothingWritten();
+  MQ_EXPECT_OK(engine().CreateQueue({.name = "min", .lock_duration_ms = 1'000}));
+  MQ_EXPECT_OK(engine().CreateQueue({.name = "max", .lock_duration_ms = 12LL * 3600 * 1000}));
+}
+
+TEST_F(ValidationTest, Spec2_MaxDeliveryCountOutsideOneToThousand) {
+  for (int32_t v : {0, -1, 1001}) {
+    SCOPED_TRACE(v);
+    MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .max_delivery_count = v}), kInvalidArgument);
+  }
+  MQ_EXPECT_CODE(engine().GetQueue("q"), kQueueNotFound);
+  ExpectNothingWritten();
+  MQ_EXPECT_OK(engine().CreateQueue({.name = "min", .max_delivery_count = 1}));
+  MQ_EXPECT_OK(engine().CreateQueue({.name = "max", .max_delivery_count = 1000}));
+}
+
+TEST_F(ValidationTest, Spec2_NegativeDurationsAndSizesInConfig) {
+  MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .default_ttl_ms = -1}), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .dedup_window_ms = -1}), kInvalidArgument);
+  QueueConfig big{.name = "q"};
+  big.max_message_bytes = -1;
+  MQ_EXPECT_CODE(engine().CreateQueue(big), kInvalidArgument);
+  QueueConfig ord{.name = "q"};
+  ord.ordering = static_cast<Ordering>(7);
+  MQ_EXPECT_CODE(engine().CreateQueue(ord), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().GetQueue("q"), kQueueNotFound);
+  ExpectNothingWritten();
+}
+
+TEST_F(ValidationTest, Spec2_BadUpsertLeavesTheExistingConfig) {
+  MQ_ASSERT_OK_AND_ASSIGN(QueueConfig before, engine().GetQueue("jobs"));
+  MQ_EXPECT_CODE(engine().CreateQueue({.name = "jobs", .lock_duration_ms = 500}), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().CreateQueue({.name = "jobs", .max_delivery_count = 0}), kInvalidArgument);
+  MQ_ASSERT_OK_AND_ASSIGN(QueueConfig after, engine().GetQueue("jobs"));
+  EXPECT_EQ(before, after);
+  ExpectNothingWritten();
+}
+
+// ---- unknown queue (SPEC §2, §10) ----------------------------------------------------
+
+TEST_F(ValidationTest, Spec2_UnknownQueueIsQueueNotFoundForEveryMethod) {
+  const std::string q = "no-such-queue";
+  const LockToken t = SomeToken();
+  const int64_t seqs[] = {deferred_seq_};
+  const SettleItem items[] = {{locked_.seq, locked_.lock_token}};
+  const OutgoingMessage batch[] = {{.body = "a"}, {.body = "b"}};
+
+  MQ_EXPECT_CODE(engine().GetQueue(q), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().DeleteQueue(q), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Send(q, {.body = "x"}), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().SendBatch(q, batch), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Cancel(q, scheduled_seq_), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Receive(q), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Receive(q, {.max_messages = 5, .mode = ReceiveMode::kReceiveAndDelete}),
+                 kQueueNotFound);
+  // A long-poll on a missing queue fails at once instead of waiting.
+  MQ_EXPECT_CODE(engine().Receive(q, {.max_messages = 1, .wait_ms = 20'000}), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().ReceiveDeferred(q, seqs), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Complete(q, locked_.seq, locked_.lock_token), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Abandon(q, locked_.seq, locked_.lock_token), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Reject(q, locked_.seq, locked_.lock_token, "r", "d"), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Defer(q, locked_.seq, locked_.lock_token), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Renew(q, locked_.seq, t), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().CompleteBatch(q, items), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().RenewBatch(q, items), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Peek(q), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Stats(q), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Redrive(q), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Purge(q), kQueueNotFound);
+  ExpectNothingWritten();
+  // The real lock was not touched by the attempts above.
+  MQ_EXPECT_OK(engine().Complete("jobs", locked_.seq, locked_.lock_token));
+}
+
+TEST_F(ValidationTest, Spec6_RedriveToAnUnknownTargetIsQueueNotFoundAndMovesNothing) {
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne("jobs"));
+  MQ_ASSERT_OK(engine().Reject("jobs", m.seq, m.lock_token, "r"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats before, StatsOf("jobs"));
+  ASSERT_EQ(before.dead_lettered, 1);
+  Result<int64_t> r = engine().Redrive("jobs", {.target_queue = "missing-target"});
+  MQ_EXPECT_CODE(r, kQueueNotFound);
+  EXPECT_NE(r.status().message().find("missing-target"), std::string_view::npos)
+      << r.status().ToString();
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats after, StatsOf("jobs"));
+  EXPECT_TRUE(StatsEq(before, after));
+}
+
+TEST_F(ValidationTest, Spec10_ErrorMessagesNameTheQueue) {
+  Result<int64_t> unknown = engine().Send("no-such-queue", {.body = "x"});
+  MQ_ASSERT_CODE(unknown, kQueueNotFound);
+  EXPECT_NE(unknown.status().message().find("no-such-queue"), std::string_view::npos)
+      << unknown.status().ToString();
+
+  Result<std::vector<Message>> bad_receive = engine().Receive("jobs", {.max_messages = 0});
+  MQ_ASSERT_CODE(bad_receive, kInvalidArgument);
+  EXPECT_NE(bad_receive.status().message().find("jobs"), std::string_view::npos)
+      << bad_receive.status().ToString();
+
+  MQ_ASSERT_OK(CreateQueue("tiny-q", {.max_message_bytes = 4}));
+  Result<int64_t> too_big = engine().Send("tiny-q", {.body = "12345"});
+  MQ_ASSERT_CODE(too_big, kMessageTooLarge);
+  EXPECT_NE(too_big.status().message().find("tiny-q"), std::string_view::npos)
+      << too_big.status().ToString();
+
+  Status lost = engine().Complete("jobs", locked_.seq, SomeToken());
+  MQ_ASSERT_CODE(lost, kLockLost);
+  EXPECT_NE(lost.message().find("jobs"), std::string_view::npos) << lost.ToString();
+  EXPECT_NE(lost.message().find(std::to_string(locked_.seq)), std::string_view::npos)
+      << lost.ToString();
+
+  Status not_found = engine().Cancel("jobs", active_seq_);
+  MQ_ASSERT_CODE(not_found, kNotFound);
+  EXPECT_NE(not_found.message().find(std::to_string(active_seq_)), std::string_view::npos)
+      << not_found.ToString();
+}
+
+// ---- Send (SPEC §4) ----------------------------------------------------------------------
+
+TEST_F(ValidationTest, Spec2_BodyOverQueueMaxMessageBytesIsMessageTooLarge) {
+  MQ_ASSERT_OK(CreateQueue("small", {.max_message_bytes = 10}));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats before, StatsOf("small"));
+  MQ_EXPECT_CODE(engine().Send("small", {.body = std::string(11, 'x')}), kMessageTooLarge);
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats after, StatsOf("small"));
+  EXPECT_TRUE(StatsEq(before, after));
+  MQ_EXPECT_OK(engine().Send("small", {.body = std::string(10, 'x')}));
+}
+
+TEST_F(ValidationTest, Spec2_BodyOverEngineDefaultIsMessageTooLarge) {
+  EngineOptions o = DefaultOptions();
+  o.max_message_bytes = 100;
+  MQ_ASSERT_OK(OpenEngine(o));
+  MQ_ASSERT_OK(CreateQueue("inherits"));  // max_message_bytes 0 = the engine default
+  MQ_EXPECT_CODE(engine().Send("inherits", {.body = std::string(101, 'x')}), kMessageTooLarge);
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf("inherits"));
+  EXPECT_EQ(st.total, 0);
+  MQ_EXPECT_OK(engine().Send("inherits", {.body = std::string(100, 'x')}));
+}
+
+TEST_F(ValidationTest, Spec2_DefaultLimitIsOneMiB) {
+  MQ_EXPECT_CODE(engine().Send("jobs", {.body = std::string((1 << 20) + 1, 'x')}),
+                 kMessageTooLarge);
+  ExpectNothingWritten();
+  std::string body((1 << 20), '\0');
+  for (size_t i = 0; i < body.size(); i += 997) body[i] = static_cast<char>(i % 251);
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, engine().Send("jobs", {.body = body}));
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, Find("jobs", seq));
+  EXPECT_EQ(m.body.size(), body.size());
+  EXPECT_TRUE(m.body == body);
+}
+
+TEST_F(ValidationTest, Spec4_FieldLengths) {
+  const std::string id129(129, 'i');
+  const std::string text1025(1025, 't');
+  struct Case {
+    const char* what;
+    OutgoingMessage m;
+  };
+  std::vector<Case> bad = {
+      {"message_id 129 B", {.body = "x", .message_id = id129}},
+      {"group_id 129 B", {.body = "x", .group_id = id129}},
+      {"correlation_id 129 B", {.body = "x", .correlation_id = id129}},
+      {"subject 1025 B", {.body = "x", .subject = text1025}},
+      {"content_type 1025 B", {.body = "x", .content_type = text1025}},
+      {"empty property key", {.body = "x", .properties = {{"", "v"}}}},
+      {"property key 129 B", {.body = "x", .properties = {{id129, "v"}}}},
+      {"property value 4097 B", {.body = "x", .properties = {{"k", std::string(4097, 'v')}}}},
+  };
+  OutgoingMessage many{.body = "x"};
+  for (int i = 0; i < 65; ++i) many.properties["k" + std::to_string(i)] = "v";
+  bad.push_back({"65 properties", many});
+  for (const Case& c : bad) {
+    SCOPED_TRACE(c.what);
+    MQ_EXPECT_CODE(engine().Send("jobs", c.m), kInvalidArgument);
+  }
+  ExpectNothingWritten();
+
+  const std::string id128(128, 'i');
+  const std::string text1024(1024, 't');
+  OutgoingMessage edge{.body = "x",
+                       .message_id = id128,
+                       .group_id = id128,
+                       .subject = text1024,
+                       .correlation_id = id128,
+                       .content_type = text1024};
+  for (int i = 0; i < 63; ++i) edge.properties["k" + std::to_string(i)] = "v";
+  edge.properties[std::string(128, 'k')] = std::string(4096, 'v');
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, engine().Send("jobs", edge));
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, Find("jobs", seq));
+  EXPECT_EQ(m.message_id, edge.message_id);
+  EXPECT_EQ(m.properties, edge.properties);
+}
+
+TEST_F(ValidationTest, Spec4_PriorityOutsideZeroToNine) {
+  MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .priority = -1}), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .priority = 10}), kInvalidArgument);
+  ExpectNothingWritten();
+  MQ_EXPECT_OK(engine().Send("jobs", {.body = "x", .priority = 0}));
+  MQ_EXPECT_OK(engine().Send("jobs", {.body = "x", .priority = 9}));
+}
+
+TEST_F(ValidationTest, Spec4_NegativeDelayTtlOrScheduleIsInvalidArgument) {
+  MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .delay_ms = -1}), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .ttl_ms = -1}), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .schedule_at_ms = -1}), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .delay_ms = -kT0}), kInvalidArgument);
+  ExpectNothingWritten();
+}
+
+TEST_F(ValidationTest, Spec4_GroupFifoWithoutGroupIdIsGroupRequired) {
+  MQ_ASSERT_OK(CreateQueue("fifo", {.ordering = Ordering::kGroupFifo}));
+  MQ_EXPECT_CODE(engine().Send("fifo", {.body = "x"}), kGroupRequired);
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf("fifo"));
+  EXPECT_EQ(st.total, 0);
+  MQ_EXPECT_OK(engine().Send("fifo", {.body = "x", .group_id = "g"}));
+  // Standard and strict_fifo queues do not require it.
+  MQ_ASSERT_OK(CreateQueue("strict", {.ordering = Ordering::kStrictFifo}));
+  MQ_EXPECT_OK(engine().Send("strict", {.body = "x"}));
+  MQ_EXPECT_OK(engine().Send("jobs", {.body = "x"}));
+}
+
+TEST_F(ValidationTest, Spec4_ABatchWithOneInvalidMessageWritesNothing) {
+  const OutgoingMessage too_large[] = {
+      {.body = "ok-1"}, {.body = "ok-2"}, {.body = std::string((1 << 20) + 1, 'x')}};
+  MQ_EXPECT_CODE(engine().SendBatch("jobs", too_large), kMessageTooLarge);
+  const OutgoingMessage bad_priority[] = {{.body = "ok"}, {.body = "bad", .priority = 10}};
+  MQ_EXPECT_CODE(engine().SendBatch("jobs", bad_priority), kInvalidArgument);
+  const OutgoingMessage bad_id[] = {{.body = "ok"},
+                                    {.body = "ok"},
+                                    {.body = "bad", .message_id = std::string(129, 'm')},
+                                    {.body = "ok"}};
+  MQ_EXPECT_CODE(engine().SendBatch("jobs", bad_id), kInvalidArgument);
+  const OutgoingMessage bad_delay[] = {{.body = "bad", .delay_ms = -5}, {.body = "ok"}};
+  MQ_EXPECT_CODE(engine().SendBatch("jobs", bad_delay), kInvalidArgument);
+  ExpectNothingWritten();
+
+  MQ_ASSERT_OK(CreateQueue("fifo", {.ordering = Ordering::kGroupFifo}));
+  const OutgoingMessage missing_group[] = {{.body = "a", .group_id = "g"}, {.body = "b"}};
+  MQ_EXPECT_CODE(engine().SendBatch("fifo", missing_group), kGroupRequired);
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf("fifo"));
+  EXPECT_EQ(st.total, 0);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> none, PeekAll("fifo"));
+  EXPECT_TRUE(none.empty());
+}
+
+TEST_F(ValidationTest, Spec4_BatchLargerThanMaxSendBatchIsInvalidArgument) {
+  std::vector<OutgoingMessage> batch(1'001, OutgoingMessage{.body = "x"});
+  MQ_EXPECT_CODE(engine().SendBatch("jobs", batch), kInvalidArgument);
+  ExpectNothingWritten();
+  batch.resize(1'000);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, engine().SendBatch("jobs", batch));
+  EXPECT_EQ(seqs.size(), 1'000u);
+}
+
+// ---- Receive (SPEC §5) ---------------------------------------------------------------------
+
+TEST_F(ValidationTest, Spec5_ReceiveMaxMessagesOutsideOneTo256) {
+  for (int v : {0, -1, 257, 1'000}) {
+    SCOPED_TRACE(v);
+    MQ_EXPECT_CODE(engine().Receive("jobs", {.max_messages = v}), kInvalidArgument);
+    MQ_EXPECT_CODE(
+        engine().Receive("jobs", {.max_messages = v, .mode = ReceiveMode::kReceiveAndDelete}),
+        kInvalidArgument);
+  }
+  ExpectNothingWritten();
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got,
+                          engine().Receive("jobs", {.max_messages = 256}));
+  EXPECT_EQ(got.size(), 1u);
+}
+
+TEST_F(ValidationTest, Spec5_ReceiveWaitOutsideZeroTo20Seconds) {
+  MQ_EXPECT_CODE(engine().Receive("jobs", {.max_messages = 1, .wait_ms = 20'001}),
+                 kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Receive("jobs", {.max_messages = 1, .wait_ms = -1}), kInvalidArgument);
+  ExpectNothingWritten();
+  // 20 s is allowed; a message is available so it returns at once.
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got,
+                          engine().Receive("jobs", {.max_messages = 1, .wait_ms = 20'000}));
+  EXPECT_EQ(got.size(), 1u);
+}
+
+TEST_F(ValidationTest, Spec5_UnknownReceiveModeIsInvalidArgument) {
+  ReceiveOptions o;
+  o.mode = static_cast<ReceiveMode>(9);
+  MQ_EXPECT_CODE(engine().Receive("jobs", o), kInvalidArgument);
+  ExpectNothingWritten();
+}
+
+// ---- settle (SPEC §6) ---------------------------------------------------------------------
+
+TEST_F(ValidationTest, Spec6_BatchesOver512ItemsAreInvalidArgument) {
+  std::vector<SettleItem> items(513, SettleItem{locked_.seq, locked_.lock_token});
+  MQ_EXPECT_CODE(engine().CompleteBatch("jobs", items), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().RenewBatch("jobs", items), kInvalidArgument);
+  ExpectNothingWritten();
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find("jobs", locked_.seq));
+  EXPECT_EQ(still.state, MessageState::kLocked);
+  EXPECT_EQ(still.locked_until, locked_.locked_until);
+
+  // 512 is allowed: each item gets its own result.
+  std::vector<SettleItem> ok(512);
+  for (size_t i = 0; i < ok.size(); ++i) ok[i] = {static_cast<int64_t>(1'000'000 + i), SomeToken()};
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Status> results, engine().CompleteBatch("jobs", ok));
+  ASSERT_EQ(results.size(), 512u);
+  for (const Status& s : results) MQ_EXPECT_CODE(s, kLockLost);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<RenewOutcome> renewed, engine().RenewBatch("jobs", ok));
+  ASSERT_EQ(renewed.size(), 512u);
+  for (const RenewOutcome& r : renewed) MQ_EXPECT_CODE(r.status, kLockLost);
+  ExpectNothingWritten();
+}
+
+TEST_F(ValidationTest, Spec6_EmptyTokenIsInvalidArgument) {
+  const LockToken empty;
+  MQ_EXPECT_CODE(engine().Complete("jobs", locked_.seq, empty), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Abandon("jobs", locked_.seq, empty), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Reject("jobs", locked_.seq, empty, "r"), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Defer("jobs", locked_.seq, empty), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Renew("jobs", locked_.seq, empty), kInvalidArgument);
+  ExpectNothingWritten();
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find("jobs", locked_.seq));
+  EXPECT_EQ(still.state, MessageState::kLocked);
+}
+
+TEST_F(ValidationTest, Spec6_NegativeAbandonDelayIsInvalidArgument) {
+  MQ_EXPECT_CODE(engine().Abandon("jobs", locked_.seq, locked_.lock_token, -1), kInvalidArgument);
+  ExpectNothingWritten();
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find("jobs", locked_.seq));
+  EXPECT_EQ(still.state, MessageState::kLocked);
+  // The lease is untouched and the token still good.
+  MQ_EXPECT_OK(engine().Abandon("jobs", locked_.seq, locked_.lock_token, 0));
+}
+
+TEST_F(ValidationTest, Spec4_CancelOfNonScheduledOrUnknownSeqIsNotFound) {
+  MQ_EXPECT_CODE(engine().Cancel("jobs", active_seq_), kNotFound);
+  MQ_EXPECT_CODE(engine().Cancel("jobs", locked_.seq), kNotFound);
+  MQ_EXPECT_CODE(engine().Cancel("jobs", deferred_seq_), kNotFound);
+  MQ_EXPECT_CODE(engine().Cancel("jobs", scheduled_seq_ + 1'000'000), kNotFound);
+  ExpectNothingWritten();
+}
+
+TEST_F(ValidationTest, Spec6_ReceiveDeferredOfNonDeferredSeqIsNotFound) {
+  for (int64_t seq : {active_seq_, locked_.seq, scheduled_seq_, active_seq_ + 1'000'000}) {
+    SCOPED_TRACE(seq);
+    const int64_t seqs[] = {seq};
+    MQ_EXPECT_CODE(engine().ReceiveDeferred("jobs", seqs), kNotFound);
+  }
+  // All or nothing: a good seq next to a bad one is not locked either.
+  const int64_t mixed[] = {deferred_seq_, active_seq_};
+  Result<std::vector<Message>> r = engine().ReceiveDeferred("jobs", mixed);
+  MQ_EXPECT_CODE(r, kNotFound);
+  EXPECT_NE(r.status().message().find(std::to_string(active_seq_)), std::string_view::npos)
+      << r.status().ToString();
+  ExpectNothingWritten();
+  MQ_ASSERT_OK_AND_ASSIGN(Message d, Find("jobs", deferred_seq_));
+  EXPECT_EQ(d.state, MessageState::kDeferred);
+  EXPECT_EQ(d.delivery_count, 1);
+}
+
+// ---- Peek (SPEC §6) -----------------------------------------------------------------------
+
+TEST_F(ValidationTest, Spec6_PeekMaxMessagesOutsideOneToThousand) {
+  MQ_EXPECT_CODE(engine().Peek("jobs", {.max_messages = 0}), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Peek("jobs", {.max_messages = 1'001}), kInvalidArgument);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, engine().Peek("jobs", {.max_messages = 1'000}));
+  EXPECT_EQ(all.size(), 4u);
+  ExpectNothingWritten();
+}
+
+}  // namespace
+}  // namespace mqlite
