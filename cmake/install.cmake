@@ -26,7 +26,7 @@ mark_as_advanced(MQLITE_INSTALL_CMAKEDIR)
 
 # Every component name mqlite knows, built or not: the config uses it to tell
 # "not built in this installation" apart from "no such component".
-set(MQLITE_KNOWN_COMPONENTS core sqlite lmdb postgres tck)
+set(MQLITE_KNOWN_COMPONENTS core sqlite memory lmdb postgres tck)
 
 set_property(GLOBAL PROPERTY MQLITE_INSTALLED_COMPONENTS "")
 set_property(GLOBAL PROPERTY MQLITE_COMPONENT_DEPENDENCY_LINES "")
@@ -80,10 +80,11 @@ endfunction()
 # the config always loads first.
 mqlite_install_component(core     TARGET mqlite_core     INCLUDE_DIR core/include           DEPENDENCIES Threads)
 mqlite_install_component(sqlite   TARGET mqlite_sqlite   INCLUDE_DIR stores/sqlite/include  DEPENDENCIES SQLite3)
+mqlite_install_component(memory   TARGET mqlite_memory   INCLUDE_DIR stores/memory/include)
+mqlite_install_component(tck      TARGET mqlite_tck      INCLUDE_DIR tck/include            DEPENDENCIES GTest Threads)
 # When they land (targets that do not exist are skipped):
 # mqlite_install_component(lmdb     TARGET mqlite_lmdb     INCLUDE_DIR stores/lmdb/include    DEPENDENCIES LMDB FIND_MODULES cmake/FindLMDB.cmake)
 # mqlite_install_component(postgres TARGET mqlite_postgres INCLUDE_DIR stores/postgres/include DEPENDENCIES PostgreSQL)
-# mqlite_install_component(tck      TARGET mqlite_tck      INCLUDE_DIR tck/include            DEPENDENCIES GTest)
 
 # ---- Package config and version ---------------------------------------------
 get_property(MQLITE_INSTALLED_COMPONENTS GLOBAL PROPERTY MQLITE_INSTALLED_COMPONENTS)

@@ -41,7 +41,7 @@ is_on() {
 # ---- PostgreSQL test cluster ---------------------------------------------------
 # A no-op unless MQLITE_WITH_POSTGRES is ON. The PostgreSQL store does not exist
 # yet (configuring with -DMQLITE_WITH_POSTGRES=ON is still a configure error);
-# when it lands, its tests find the server through MQLITE_TEST_POSTGRES_DSN.
+# when it lands, its tests find the server through MQLITE_TEST_PG_URL.
 # This initdb's a throwaway cluster in a temp dir and starts it with pg_ctl on
 # 127.0.0.1 only (the server refuses to run as root, so as root it runs as the
 # `postgres` OS user), and stops and deletes it when this script exits.
@@ -66,6 +66,10 @@ stop_test_postgres() {
 
 start_test_postgres() {
   is_on "${MQLITE_WITH_POSTGRES:-OFF}" || return 0
+  if [[ -n "${MQLITE_TEST_PG_URL:-}" ]]; then
+    echo "postgres: using the server at MQLITE_TEST_PG_URL"
+    return 0
+  fi
   banner "postgres: starting a throwaway test cluster"
   PG_BIN="$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
   if [[ -z "$PG_BIN" || ! -x "$PG_BIN/initdb" ]]; then
@@ -83,9 +87,9 @@ start_test_postgres() {
   as_postgres "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -p $port -k $PG_DIR" start >/dev/null ||
     { cat "$PG_DIR/server.log" >&2; return 1; }
-  export MQLITE_TEST_POSTGRES_DSN="host=127.0.0.1 port=$port user=postgres dbname=postgres"
+  export MQLITE_TEST_PG_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres"
   extra_cmake_args+=(-DMQLITE_WITH_POSTGRES=ON)
-  echo "postgres: up, MQLITE_TEST_POSTGRES_DSN=$MQLITE_TEST_POSTGRES_DSN"
+  echo "postgres: up, MQLITE_TEST_PG_URL=$MQLITE_TEST_PG_URL"
 }
 
 # ---- Stages --------------------------------------------------------------------

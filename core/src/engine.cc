@@ -378,6 +378,8 @@ struct Engine::Impl {
     MQLITE_RETURN_IF_ERROR(Write(call, [&](StoreTxn& txn) -> Status {
       MQLITE_ASSIGN_OR_RETURN(int64_t n, txn.DropExpiredRecords(Now(), limit));
       report.records_dropped = note(n);
+      MQLITE_ASSIGN_OR_RETURN(int64_t freed, txn.ReclaimSpace(limit));
+      report.space_reclaimed = note(freed);
       return Status::OK();
     }));
     if (report.promoted > 0 || report.reclaimed > 0 || report.expired > 0) Wake();

@@ -317,6 +317,14 @@ class StoreTxn {
   // index on expiry. Returns how many were deleted.
   virtual Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) = 0;
 
+  // G7: returns up to `budget` units of space freed by deletes to the
+  // filesystem (SQLite: free pages, via incremental_vacuum). Optional: the
+  // default does nothing and returns 0. Returns the units reclaimed.
+  virtual Result<int64_t> ReclaimSpace(int64_t budget) {
+    (void)budget;
+    return int64_t{0};
+  }
+
   // ---- Savepoints and the native handle --------------------------------------
 
   // Runs `body` so that, if it fails, everything it did is undone while the
@@ -452,6 +460,7 @@ class StoreTxnWrapper : public StoreTxn {
   Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
     return target_->DropExpiredRecords(now, limit);
   }
+  Result<int64_t> ReclaimSpace(int64_t budget) override { return target_->ReclaimSpace(budget); }
   Status CheckNativeTxnOpen() override { return target_->CheckNativeTxnOpen(); }
   // Runs the savepoint on the target, presenting *this* wrapper to the body so
   // overrides stay in effect inside it.

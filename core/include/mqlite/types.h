@@ -205,6 +205,7 @@ struct MaintenanceReport {
   int64_t expired = 0;         // TTL → DLQ or deleted
   int64_t retention_dropped = 0;
   int64_t records_dropped = 0;  // expired receipts, attempts, dedup records
+  int64_t space_reclaimed = 0;  // store units returned to the filesystem (SQLite: pages)
   bool more = false;           // a step hit its per-pass limit; run again
 };
 

@@ -160,6 +160,8 @@ inline constexpr char kOldestDead[] =
     "SELECT " MQ_REF_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_dlq "
     "WHERE queue_id = ? AND state = 4 AND dead_lettered_at <= ? "
     "ORDER BY dead_lettered_at, seq LIMIT ?";
+inline constexpr char kFreelistCount[] =
+    "PRAGMA freelist_count";
 inline constexpr char kHasMetaTable[] =
     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'mqlite_meta'";
 inline constexpr char kSchemaToken[] =
@@ -217,6 +219,7 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kClearHead", kClearHead},
     {"kDlqIncrement", kDlqIncrement},
     {"kOldestDead", kOldestDead},
+    {"kFreelistCount", kFreelistCount},
     {"kHasMetaTable", kHasMetaTable},
     {"kSchemaToken", kSchemaToken},
     {"kInsertSchemaToken", kInsertSchemaToken},

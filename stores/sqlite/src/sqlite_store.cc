@@ -826,6 +826,17 @@ class SqliteTxn final : public StoreTxn {
     return total;
   }
 
+  // G7: incremental_vacuum moves up to `budget` free pages to the end of the
+  // file and truncates it (at the next checkpoint in WAL mode).
+  Result<int64_t> ReclaimSpace(int64_t budget) override {
+    MQLITE_ASSIGN_OR_RETURN(int64_t before, FreelistCount());
+    if (before == 0) return int64_t{0};
+    std::string sql = "PRAGMA incremental_vacuum(" + std::to_string(std::max<int64_t>(1, budget)) + ")";
+    MQLITE_RETURN_IF_ERROR(c_->ExecScript(sql.c_str(), "incremental_vacuum"));
+    MQLITE_ASSIGN_OR_RETURN(int64_t after, FreelistCount());
+    return before - after;
+  }
+
   // ---- Savepoints, native handle ----
 
   Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
@@ -868,6 +879,12 @@ class SqliteTxn final : public StoreTxn {
         .Int(c.dlq_max_count)
         .Int(c.dlq_max_bytes)
         .Int(c.max_message_bytes);
+  }
+
+  Result<int64_t> FreelistCount() {
+    Query q(c_, kFreelistCount);
+    MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+    return row ? q.ColInt(0) : int64_t{0};
   }
 
   Status Collect(Query& q, std::vector<RowRef>* rows) {
@@ -1085,6 +1102,10 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
     MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA auto_vacuum = INCREMENTAL", "auto_vacuum"));
   }
   MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA journal_mode = WAL", "journal_mode"));
+  // G7: a checkpoint truncates the WAL back to this size instead of keeping
+  // the high-water mark forever.
+  MQLITE_RETURN_IF_ERROR(
+      conn->ExecScript("PRAGMA journal_size_limit = 4194304", "journal_size_limit"));
   MQLITE_RETURN_IF_ERROR(conn->ExecScript(options.durability == Durability::kFull
                                               ? "PRAGMA synchronous = FULL"
                                               : "PRAGMA synchronous = NORMAL",

@@ -76,6 +76,7 @@ const std::map<std::string, std::vector<std::string>>& Expectations() {
       {"kDlqIncrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kOldestDead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=? AND dead_lettered_at<?)"}},
       // Open-time only: looks for our table among the file's tables.
+      {"kFreelistCount", {}},  // a pragma: no plan
       {"kHasMetaTable", {"SCAN sqlite_master"}},
       {"kSchemaToken", {"SEARCH mqlite_meta USING PRIMARY KEY (key=?)"}},
       {"kInsertSchemaToken", {}},

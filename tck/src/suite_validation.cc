@@ -1,59 +1,60 @@
-// Argument validation (SPEC §2, §4, §5, §6, §10): every bad input gets its
-// exact StatusCode, a message naming what was wrong, and writes nothing.
-#include <gtest/gtest.h>
-
+// TckValidation — bad input (SPEC §2, §4, §5, §6, §10): every bad argument
+// gets its exact StatusCode, a message naming what was wrong, and writes
+// nothing. Each test starts from a queue "jobs" holding a message in every
+// live state, so "nothing written" is a meaningful check.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "mqlite/engine.h"
+#include "mqlite/tck.h"
 #include "mqlite/types.h"
-#include "test_util.h"
+#include "suite_util.h"
 
-namespace mqlite {
+namespace mqlite::tck {
+
+int AnchorValidation() { return 0; }
+
 namespace {
 
-using ::mqlite::testing::kT0;
-using ::mqlite::testing::SqliteEngineTest;
-using ::mqlite::testing::StatsEq;
+using namespace ::mqlite::tck::suite;  // NOLINT(build/namespaces)
 
-class ValidationTest : public SqliteEngineTest {
- protected:
-  void SetUp() override {
-    SqliteEngineTest::SetUp();
-    if (HasFatalFailure()) return;
-    MQ_ASSERT_OK(CreateQueue("jobs"));
-    // Something in every state so "nothing written" is a meaningful check.
-    MQ_ASSERT_OK(SendBody("jobs", "active"));
-    MQ_ASSERT_OK_AND_ASSIGN(locked_, ReceiveOne("jobs"));
-    MQ_ASSERT_OK_AND_ASSIGN(deferred_seq_, SendBody("jobs", "deferred"));
-    MQ_ASSERT_OK_AND_ASSIGN(Message d, ReceiveOne("jobs"));
-    MQ_ASSERT_OK(engine().Defer("jobs", d.seq, d.lock_token));
-    MQ_ASSERT_OK_AND_ASSIGN(scheduled_seq_,
-                            engine().Send("jobs", {.body = "scheduled", .delay_ms = 60'000}));
-    MQ_ASSERT_OK_AND_ASSIGN(active_seq_, SendBody("jobs", "still active"));
-    MQ_ASSERT_OK_AND_ASSIGN(before_, StatsOf("jobs"));
-    ASSERT_EQ(before_.locked, 1);
-    ASSERT_EQ(before_.deferred, 1);
-    ASSERT_EQ(before_.scheduled, 1);
-    ASSERT_EQ(before_.active, 1);
-  }
-
-  // Stats of "jobs" and the set of queues are exactly as after SetUp.
-  void ExpectNothingWritten() {
-    MQ_ASSERT_OK_AND_ASSIGN(QueueStats now, StatsOf("jobs"));
-    EXPECT_TRUE(StatsEq(before_, now));
-    MQ_ASSERT_OK_AND_ASSIGN(std::vector<QueueConfig> qs, engine().ListQueues());
-    ASSERT_EQ(qs.size(), 1u);
-    EXPECT_EQ(qs[0].name, "jobs");
-  }
-
-  Message locked_;
-  int64_t deferred_seq_ = 0;
-  int64_t scheduled_seq_ = 0;
-  int64_t active_seq_ = 0;
-  QueueStats before_;
+// What Seed() left in "jobs".
+struct Seeded {
+  Message locked;
+  int64_t deferred_seq = 0;
+  int64_t scheduled_seq = 0;
+  int64_t active_seq = 0;
+  QueueStats before;
 };
+
+// Creates "jobs" with one message locked, one deferred, one scheduled and one
+// active.
+void Seed(Engine& e, Seeded* st) {
+  MQ_ASSERT_OK(CreateQueue(e, "jobs"));
+  MQ_ASSERT_OK(SendBody(e, "jobs", "active"));
+  MQ_ASSERT_OK_AND_ASSIGN(st->locked, ReceiveOne(e, "jobs"));
+  MQ_ASSERT_OK_AND_ASSIGN(st->deferred_seq, SendBody(e, "jobs", "deferred"));
+  MQ_ASSERT_OK_AND_ASSIGN(Message d, ReceiveOne(e, "jobs"));
+  MQ_ASSERT_OK(e.Defer("jobs", d.seq, d.lock_token));
+  MQ_ASSERT_OK_AND_ASSIGN(st->scheduled_seq,
+                          e.Send("jobs", {.body = "scheduled", .delay_ms = 60'000}));
+  MQ_ASSERT_OK_AND_ASSIGN(st->active_seq, SendBody(e, "jobs", "still active"));
+  MQ_ASSERT_OK_AND_ASSIGN(st->before, StatsOf(e, "jobs"));
+  ASSERT_EQ(st->before.locked, 1);
+  ASSERT_EQ(st->before.deferred, 1);
+  ASSERT_EQ(st->before.scheduled, 1);
+  ASSERT_EQ(st->before.active, 1);
+}
+
+// Stats of "jobs" and the set of queues are exactly as Seed() left them.
+void ExpectNothingWritten(Engine& e, const Seeded& st) {
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats now, StatsOf(e, "jobs"));
+  EXPECT_TRUE(StatsEq(st.before, now));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<QueueConfig> qs, e.ListQueues());
+  ASSERT_EQ(qs.size(), 1u);
+  EXPECT_EQ(qs[0].name, "jobs");
+}
 
 LockToken SomeToken() {
   LockToken t;
@@ -64,7 +65,9 @@ LockToken SomeToken() {
 
 // ---- queue names (SPEC §2) -------------------------------------------------------
 
-TEST_F(ValidationTest, Spec2_BadQueueNamesAreInvalidArgument) {
+TEST_P(TckValidation, Spec2_BadQueueNamesAreInvalidArgument) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   const std::vector<std::string> bad = {
       "",
       std::string(129, 'a'),
@@ -88,10 +91,12 @@ TEST_F(ValidationTest, Spec2_BadQueueNamesAreInvalidArgument) {
     MQ_EXPECT_CODE(engine().GetQueue(name), kInvalidArgument);
     MQ_EXPECT_CODE(engine().Send(name, {.body = "x"}), kInvalidArgument);
   }
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 }
 
-TEST_F(ValidationTest, Spec2_EdgeQueueNamesAreValid) {
+TEST_P(TckValidation, Spec2_EdgeQueueNamesAreValid) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   const std::vector<std::string> good = {
       "a", std::string(128, 'z'), "._:/-", "A-Z.a_z:0/9", "-",
       "/", "orders/eu-west.1:v2", "UPPER", "0123456789",
@@ -103,7 +108,7 @@ TEST_F(ValidationTest, Spec2_EdgeQueueNamesAreValid) {
     MQ_ASSERT_OK_AND_ASSIGN(QueueConfig got, engine().GetQueue(name));
     EXPECT_EQ(got.name, name);
     MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, engine().Send(name, {.body = "x"}));
-    MQ_ASSERT_OK_AND_ASSIGN(Message m, Find(name, seq));
+    MQ_ASSERT_OK_AND_ASSIGN(Message m, Find(engine(), name, seq));
     EXPECT_EQ(m.queue, name);
   }
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<QueueConfig> qs, engine().ListQueues());
@@ -112,29 +117,35 @@ TEST_F(ValidationTest, Spec2_EdgeQueueNamesAreValid) {
 
 // ---- queue config ranges (SPEC §2) -------------------------------------------------
 
-TEST_F(ValidationTest, Spec2_LockDurationOutsideOneSecondToTwelveHours) {
+TEST_P(TckValidation, Spec2_LockDurationOutsideOneSecondToTwelveHours) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   for (int64_t v : {int64_t{0}, int64_t{-1}, int64_t{999}, int64_t{12LL * 3600 * 1000 + 1}}) {
     SCOPED_TRACE(v);
     MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .lock_duration_ms = v}), kInvalidArgument);
   }
   MQ_EXPECT_CODE(engine().GetQueue("q"), kQueueNotFound);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   MQ_EXPECT_OK(engine().CreateQueue({.name = "min", .lock_duration_ms = 1'000}));
   MQ_EXPECT_OK(engine().CreateQueue({.name = "max", .lock_duration_ms = 12LL * 3600 * 1000}));
 }
 
-TEST_F(ValidationTest, Spec2_MaxDeliveryCountOutsideOneToThousand) {
+TEST_P(TckValidation, Spec2_MaxDeliveryCountOutsideOneToThousand) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   for (int32_t v : {0, -1, 1001}) {
     SCOPED_TRACE(v);
     MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .max_delivery_count = v}), kInvalidArgument);
   }
   MQ_EXPECT_CODE(engine().GetQueue("q"), kQueueNotFound);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   MQ_EXPECT_OK(engine().CreateQueue({.name = "min", .max_delivery_count = 1}));
   MQ_EXPECT_OK(engine().CreateQueue({.name = "max", .max_delivery_count = 1000}));
 }
 
-TEST_F(ValidationTest, Spec2_NegativeDurationsAndSizesInConfig) {
+TEST_P(TckValidation, Spec2_NegativeDurationsAndSizesInConfig) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .default_ttl_ms = -1}), kInvalidArgument);
   MQ_EXPECT_CODE(engine().CreateQueue({.name = "q", .dedup_window_ms = -1}), kInvalidArgument);
   QueueConfig big{.name = "q"};
@@ -144,68 +155,77 @@ TEST_F(ValidationTest, Spec2_NegativeDurationsAndSizesInConfig) {
   ord.ordering = static_cast<Ordering>(7);
   MQ_EXPECT_CODE(engine().CreateQueue(ord), kInvalidArgument);
   MQ_EXPECT_CODE(engine().GetQueue("q"), kQueueNotFound);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 }
 
-TEST_F(ValidationTest, Spec2_BadUpsertLeavesTheExistingConfig) {
+TEST_P(TckValidation, Spec2_BadUpsertLeavesTheExistingConfig) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   MQ_ASSERT_OK_AND_ASSIGN(QueueConfig before, engine().GetQueue("jobs"));
   MQ_EXPECT_CODE(engine().CreateQueue({.name = "jobs", .lock_duration_ms = 500}), kInvalidArgument);
   MQ_EXPECT_CODE(engine().CreateQueue({.name = "jobs", .max_delivery_count = 0}), kInvalidArgument);
   MQ_ASSERT_OK_AND_ASSIGN(QueueConfig after, engine().GetQueue("jobs"));
   EXPECT_EQ(before, after);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 }
 
 // ---- unknown queue (SPEC §2, §10) ----------------------------------------------------
 
-TEST_F(ValidationTest, Spec2_UnknownQueueIsQueueNotFoundForEveryMethod) {
+TEST_P(TckValidation, Spec2_UnknownQueueIsQueueNotFoundForEveryMethod) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   const std::string q = "no-such-queue";
   const LockToken t = SomeToken();
-  const int64_t seqs[] = {deferred_seq_};
-  const SettleItem items[] = {{locked_.seq, locked_.lock_token}};
+  const int64_t seqs[] = {seeded.deferred_seq};
+  const SettleItem items[] = {{seeded.locked.seq, seeded.locked.lock_token}};
   const OutgoingMessage batch[] = {{.body = "a"}, {.body = "b"}};
 
   MQ_EXPECT_CODE(engine().GetQueue(q), kQueueNotFound);
   MQ_EXPECT_CODE(engine().DeleteQueue(q), kQueueNotFound);
   MQ_EXPECT_CODE(engine().Send(q, {.body = "x"}), kQueueNotFound);
   MQ_EXPECT_CODE(engine().SendBatch(q, batch), kQueueNotFound);
-  MQ_EXPECT_CODE(engine().Cancel(q, scheduled_seq_), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Cancel(q, seeded.scheduled_seq), kQueueNotFound);
   MQ_EXPECT_CODE(engine().Receive(q), kQueueNotFound);
   MQ_EXPECT_CODE(engine().Receive(q, {.max_messages = 5, .mode = ReceiveMode::kReceiveAndDelete}),
                  kQueueNotFound);
   // A long-poll on a missing queue fails at once instead of waiting.
   MQ_EXPECT_CODE(engine().Receive(q, {.max_messages = 1, .wait_ms = 20'000}), kQueueNotFound);
   MQ_EXPECT_CODE(engine().ReceiveDeferred(q, seqs), kQueueNotFound);
-  MQ_EXPECT_CODE(engine().Complete(q, locked_.seq, locked_.lock_token), kQueueNotFound);
-  MQ_EXPECT_CODE(engine().Abandon(q, locked_.seq, locked_.lock_token), kQueueNotFound);
-  MQ_EXPECT_CODE(engine().Reject(q, locked_.seq, locked_.lock_token, "r", "d"), kQueueNotFound);
-  MQ_EXPECT_CODE(engine().Defer(q, locked_.seq, locked_.lock_token), kQueueNotFound);
-  MQ_EXPECT_CODE(engine().Renew(q, locked_.seq, t), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Complete(q, seeded.locked.seq, seeded.locked.lock_token), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Abandon(q, seeded.locked.seq, seeded.locked.lock_token), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Reject(q, seeded.locked.seq, seeded.locked.lock_token, "r", "d"),
+                 kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Defer(q, seeded.locked.seq, seeded.locked.lock_token), kQueueNotFound);
+  MQ_EXPECT_CODE(engine().Renew(q, seeded.locked.seq, t), kQueueNotFound);
   MQ_EXPECT_CODE(engine().CompleteBatch(q, items), kQueueNotFound);
   MQ_EXPECT_CODE(engine().RenewBatch(q, items), kQueueNotFound);
   MQ_EXPECT_CODE(engine().Peek(q), kQueueNotFound);
   MQ_EXPECT_CODE(engine().Stats(q), kQueueNotFound);
   MQ_EXPECT_CODE(engine().Redrive(q), kQueueNotFound);
   MQ_EXPECT_CODE(engine().Purge(q), kQueueNotFound);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   // The real lock was not touched by the attempts above.
-  MQ_EXPECT_OK(engine().Complete("jobs", locked_.seq, locked_.lock_token));
+  MQ_EXPECT_OK(engine().Complete("jobs", seeded.locked.seq, seeded.locked.lock_token));
 }
 
-TEST_F(ValidationTest, Spec6_RedriveToAnUnknownTargetIsQueueNotFoundAndMovesNothing) {
-  MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne("jobs"));
+TEST_P(TckValidation, Spec6_RedriveToAnUnknownTargetIsQueueNotFoundAndMovesNothing) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne(engine(), "jobs"));
   MQ_ASSERT_OK(engine().Reject("jobs", m.seq, m.lock_token, "r"));
-  MQ_ASSERT_OK_AND_ASSIGN(QueueStats before, StatsOf("jobs"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats before, StatsOf(engine(), "jobs"));
   ASSERT_EQ(before.dead_lettered, 1);
   Result<int64_t> r = engine().Redrive("jobs", {.target_queue = "missing-target"});
   MQ_EXPECT_CODE(r, kQueueNotFound);
   EXPECT_NE(r.status().message().find("missing-target"), std::string_view::npos)
       << r.status().ToString();
-  MQ_ASSERT_OK_AND_ASSIGN(QueueStats after, StatsOf("jobs"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats after, StatsOf(engine(), "jobs"));
   EXPECT_TRUE(StatsEq(before, after));
 }
 
-TEST_F(ValidationTest, Spec10_ErrorMessagesNameTheQueue) {
+TEST_P(TckValidation, Spec10_ErrorMessagesNameTheQueue) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   Result<int64_t> unknown = engine().Send("no-such-queue", {.body = "x"});
   MQ_ASSERT_CODE(unknown, kQueueNotFound);
   EXPECT_NE(unknown.status().message().find("no-such-queue"), std::string_view::npos)
@@ -216,59 +236,66 @@ TEST_F(ValidationTest, Spec10_ErrorMessagesNameTheQueue) {
   EXPECT_NE(bad_receive.status().message().find("jobs"), std::string_view::npos)
       << bad_receive.status().ToString();
 
-  MQ_ASSERT_OK(CreateQueue("tiny-q", {.max_message_bytes = 4}));
+  MQ_ASSERT_OK(CreateQueue(engine(), "tiny-q", {.max_message_bytes = 4}));
   Result<int64_t> too_big = engine().Send("tiny-q", {.body = "12345"});
   MQ_ASSERT_CODE(too_big, kMessageTooLarge);
   EXPECT_NE(too_big.status().message().find("tiny-q"), std::string_view::npos)
       << too_big.status().ToString();
 
-  Status lost = engine().Complete("jobs", locked_.seq, SomeToken());
+  Status lost = engine().Complete("jobs", seeded.locked.seq, SomeToken());
   MQ_ASSERT_CODE(lost, kLockLost);
   EXPECT_NE(lost.message().find("jobs"), std::string_view::npos) << lost.ToString();
-  EXPECT_NE(lost.message().find(std::to_string(locked_.seq)), std::string_view::npos)
+  EXPECT_NE(lost.message().find(std::to_string(seeded.locked.seq)), std::string_view::npos)
       << lost.ToString();
 
-  Status not_found = engine().Cancel("jobs", active_seq_);
+  Status not_found = engine().Cancel("jobs", seeded.active_seq);
   MQ_ASSERT_CODE(not_found, kNotFound);
-  EXPECT_NE(not_found.message().find(std::to_string(active_seq_)), std::string_view::npos)
+  EXPECT_NE(not_found.message().find(std::to_string(seeded.active_seq)), std::string_view::npos)
       << not_found.ToString();
 }
 
 // ---- Send (SPEC §4) ----------------------------------------------------------------------
 
-TEST_F(ValidationTest, Spec2_BodyOverQueueMaxMessageBytesIsMessageTooLarge) {
-  MQ_ASSERT_OK(CreateQueue("small", {.max_message_bytes = 10}));
-  MQ_ASSERT_OK_AND_ASSIGN(QueueStats before, StatsOf("small"));
+TEST_P(TckValidation, Spec2_BodyOverQueueMaxMessageBytesIsMessageTooLarge) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  MQ_ASSERT_OK(CreateQueue(engine(), "small", {.max_message_bytes = 10}));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats before, StatsOf(engine(), "small"));
   MQ_EXPECT_CODE(engine().Send("small", {.body = std::string(11, 'x')}), kMessageTooLarge);
-  MQ_ASSERT_OK_AND_ASSIGN(QueueStats after, StatsOf("small"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats after, StatsOf(engine(), "small"));
   EXPECT_TRUE(StatsEq(before, after));
   MQ_EXPECT_OK(engine().Send("small", {.body = std::string(10, 'x')}));
 }
 
-TEST_F(ValidationTest, Spec2_BodyOverEngineDefaultIsMessageTooLarge) {
-  EngineOptions o = DefaultOptions();
-  o.max_message_bytes = 100;
-  MQ_ASSERT_OK(OpenEngine(o));
-  MQ_ASSERT_OK(CreateQueue("inherits"));  // max_message_bytes 0 = the engine default
+TEST_P(TckValidation, Spec2_BodyOverEngineDefaultIsMessageTooLarge) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  engine_options().max_message_bytes = 100;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  MQ_ASSERT_OK(CreateQueue(engine(), "inherits"));  // max_message_bytes 0 = the engine default
   MQ_EXPECT_CODE(engine().Send("inherits", {.body = std::string(101, 'x')}), kMessageTooLarge);
-  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf("inherits"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf(engine(), "inherits"));
   EXPECT_EQ(st.total, 0);
   MQ_EXPECT_OK(engine().Send("inherits", {.body = std::string(100, 'x')}));
 }
 
-TEST_F(ValidationTest, Spec2_DefaultLimitIsOneMiB) {
+TEST_P(TckValidation, Spec2_DefaultLimitIsOneMiB) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   MQ_EXPECT_CODE(engine().Send("jobs", {.body = std::string((1 << 20) + 1, 'x')}),
                  kMessageTooLarge);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   std::string body((1 << 20), '\0');
   for (size_t i = 0; i < body.size(); i += 997) body[i] = static_cast<char>(i % 251);
   MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, engine().Send("jobs", {.body = body}));
-  MQ_ASSERT_OK_AND_ASSIGN(Message m, Find("jobs", seq));
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, Find(engine(), "jobs", seq));
   EXPECT_EQ(m.body.size(), body.size());
   EXPECT_TRUE(m.body == body);
 }
 
-TEST_F(ValidationTest, Spec4_FieldLengths) {
+TEST_P(TckValidation, Spec4_FieldLengths) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   const std::string id129(129, 'i');
   const std::string text1025(1025, 't');
   struct Case {
@@ -292,7 +319,7 @@ TEST_F(ValidationTest, Spec4_FieldLengths) {
     SCOPED_TRACE(c.what);
     MQ_EXPECT_CODE(engine().Send("jobs", c.m), kInvalidArgument);
   }
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 
   const std::string id128(128, 'i');
   const std::string text1024(1024, 't');
@@ -305,40 +332,48 @@ TEST_F(ValidationTest, Spec4_FieldLengths) {
   for (int i = 0; i < 63; ++i) edge.properties["k" + std::to_string(i)] = "v";
   edge.properties[std::string(128, 'k')] = std::string(4096, 'v');
   MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, engine().Send("jobs", edge));
-  MQ_ASSERT_OK_AND_ASSIGN(Message m, Find("jobs", seq));
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, Find(engine(), "jobs", seq));
   EXPECT_EQ(m.message_id, edge.message_id);
   EXPECT_EQ(m.properties, edge.properties);
 }
 
-TEST_F(ValidationTest, Spec4_PriorityOutsideZeroToNine) {
+TEST_P(TckValidation, Spec4_PriorityOutsideZeroToNine) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .priority = -1}), kInvalidArgument);
   MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .priority = 10}), kInvalidArgument);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   MQ_EXPECT_OK(engine().Send("jobs", {.body = "x", .priority = 0}));
   MQ_EXPECT_OK(engine().Send("jobs", {.body = "x", .priority = 9}));
 }
 
-TEST_F(ValidationTest, Spec4_NegativeDelayTtlOrScheduleIsInvalidArgument) {
+TEST_P(TckValidation, Spec4_NegativeDelayTtlOrScheduleIsInvalidArgument) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .delay_ms = -1}), kInvalidArgument);
   MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .ttl_ms = -1}), kInvalidArgument);
   MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .schedule_at_ms = -1}), kInvalidArgument);
   MQ_EXPECT_CODE(engine().Send("jobs", {.body = "x", .delay_ms = -kT0}), kInvalidArgument);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 }
 
-TEST_F(ValidationTest, Spec4_GroupFifoWithoutGroupIdIsGroupRequired) {
-  MQ_ASSERT_OK(CreateQueue("fifo", {.ordering = Ordering::kGroupFifo}));
+TEST_P(TckValidation, Spec4_GroupFifoWithoutGroupIdIsGroupRequired) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  MQ_ASSERT_OK(CreateQueue(engine(), "fifo", {.ordering = Ordering::kGroupFifo}));
   MQ_EXPECT_CODE(engine().Send("fifo", {.body = "x"}), kGroupRequired);
-  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf("fifo"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf(engine(), "fifo"));
   EXPECT_EQ(st.total, 0);
   MQ_EXPECT_OK(engine().Send("fifo", {.body = "x", .group_id = "g"}));
   // Standard and strict_fifo queues do not require it.
-  MQ_ASSERT_OK(CreateQueue("strict", {.ordering = Ordering::kStrictFifo}));
+  MQ_ASSERT_OK(CreateQueue(engine(), "strict", {.ordering = Ordering::kStrictFifo}));
   MQ_EXPECT_OK(engine().Send("strict", {.body = "x"}));
   MQ_EXPECT_OK(engine().Send("jobs", {.body = "x"}));
 }
 
-TEST_F(ValidationTest, Spec4_ABatchWithOneInvalidMessageWritesNothing) {
+TEST_P(TckValidation, Spec4_ABatchWithOneInvalidMessageWritesNothing) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   const OutgoingMessage too_large[] = {
       {.body = "ok-1"}, {.body = "ok-2"}, {.body = std::string((1 << 20) + 1, 'x')}};
   MQ_EXPECT_CODE(engine().SendBatch("jobs", too_large), kMessageTooLarge);
@@ -351,21 +386,23 @@ TEST_F(ValidationTest, Spec4_ABatchWithOneInvalidMessageWritesNothing) {
   MQ_EXPECT_CODE(engine().SendBatch("jobs", bad_id), kInvalidArgument);
   const OutgoingMessage bad_delay[] = {{.body = "bad", .delay_ms = -5}, {.body = "ok"}};
   MQ_EXPECT_CODE(engine().SendBatch("jobs", bad_delay), kInvalidArgument);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 
-  MQ_ASSERT_OK(CreateQueue("fifo", {.ordering = Ordering::kGroupFifo}));
+  MQ_ASSERT_OK(CreateQueue(engine(), "fifo", {.ordering = Ordering::kGroupFifo}));
   const OutgoingMessage missing_group[] = {{.body = "a", .group_id = "g"}, {.body = "b"}};
   MQ_EXPECT_CODE(engine().SendBatch("fifo", missing_group), kGroupRequired);
-  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf("fifo"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf(engine(), "fifo"));
   EXPECT_EQ(st.total, 0);
-  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> none, PeekAll("fifo"));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> none, PeekAllOf(engine(), "fifo"));
   EXPECT_TRUE(none.empty());
 }
 
-TEST_F(ValidationTest, Spec4_BatchLargerThanMaxSendBatchIsInvalidArgument) {
+TEST_P(TckValidation, Spec4_BatchLargerThanMaxSendBatchIsInvalidArgument) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   std::vector<OutgoingMessage> batch(1'001, OutgoingMessage{.body = "x"});
   MQ_EXPECT_CODE(engine().SendBatch("jobs", batch), kInvalidArgument);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   batch.resize(1'000);
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, engine().SendBatch("jobs", batch));
   EXPECT_EQ(seqs.size(), 1'000u);
@@ -373,7 +410,9 @@ TEST_F(ValidationTest, Spec4_BatchLargerThanMaxSendBatchIsInvalidArgument) {
 
 // ---- Receive (SPEC §5) ---------------------------------------------------------------------
 
-TEST_F(ValidationTest, Spec5_ReceiveMaxMessagesOutsideOneTo256) {
+TEST_P(TckValidation, Spec5_ReceiveMaxMessagesOutsideOneTo256) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   for (int v : {0, -1, 257, 1'000}) {
     SCOPED_TRACE(v);
     MQ_EXPECT_CODE(engine().Receive("jobs", {.max_messages = v}), kInvalidArgument);
@@ -381,40 +420,46 @@ TEST_F(ValidationTest, Spec5_ReceiveMaxMessagesOutsideOneTo256) {
         engine().Receive("jobs", {.max_messages = v, .mode = ReceiveMode::kReceiveAndDelete}),
         kInvalidArgument);
   }
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got,
                           engine().Receive("jobs", {.max_messages = 256}));
   EXPECT_EQ(got.size(), 1u);
 }
 
-TEST_F(ValidationTest, Spec5_ReceiveWaitOutsideZeroTo20Seconds) {
+TEST_P(TckValidation, Spec5_ReceiveWaitOutsideZeroTo20Seconds) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   MQ_EXPECT_CODE(engine().Receive("jobs", {.max_messages = 1, .wait_ms = 20'001}),
                  kInvalidArgument);
   MQ_EXPECT_CODE(engine().Receive("jobs", {.max_messages = 1, .wait_ms = -1}), kInvalidArgument);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
   // 20 s is allowed; a message is available so it returns at once.
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got,
                           engine().Receive("jobs", {.max_messages = 1, .wait_ms = 20'000}));
   EXPECT_EQ(got.size(), 1u);
 }
 
-TEST_F(ValidationTest, Spec5_UnknownReceiveModeIsInvalidArgument) {
+TEST_P(TckValidation, Spec5_UnknownReceiveModeIsInvalidArgument) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   ReceiveOptions o;
   o.mode = static_cast<ReceiveMode>(9);
   MQ_EXPECT_CODE(engine().Receive("jobs", o), kInvalidArgument);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 }
 
 // ---- settle (SPEC §6) ---------------------------------------------------------------------
 
-TEST_F(ValidationTest, Spec6_BatchesOver512ItemsAreInvalidArgument) {
-  std::vector<SettleItem> items(513, SettleItem{locked_.seq, locked_.lock_token});
+TEST_P(TckValidation, Spec6_BatchesOver512ItemsAreInvalidArgument) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  std::vector<SettleItem> items(513, SettleItem{seeded.locked.seq, seeded.locked.lock_token});
   MQ_EXPECT_CODE(engine().CompleteBatch("jobs", items), kInvalidArgument);
   MQ_EXPECT_CODE(engine().RenewBatch("jobs", items), kInvalidArgument);
-  ExpectNothingWritten();
-  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find("jobs", locked_.seq));
+  ExpectNothingWritten(engine(), seeded);
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find(engine(), "jobs", seeded.locked.seq));
   EXPECT_EQ(still.state, MessageState::kLocked);
-  EXPECT_EQ(still.locked_until, locked_.locked_until);
+  EXPECT_EQ(still.locked_until, seeded.locked.locked_until);
 
   // 512 is allowed: each item gets its own result.
   std::vector<SettleItem> ok(512);
@@ -425,65 +470,77 @@ TEST_F(ValidationTest, Spec6_BatchesOver512ItemsAreInvalidArgument) {
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<RenewOutcome> renewed, engine().RenewBatch("jobs", ok));
   ASSERT_EQ(renewed.size(), 512u);
   for (const RenewOutcome& r : renewed) MQ_EXPECT_CODE(r.status, kLockLost);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 }
 
-TEST_F(ValidationTest, Spec6_EmptyTokenIsInvalidArgument) {
+TEST_P(TckValidation, Spec6_EmptyTokenIsInvalidArgument) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   const LockToken empty;
-  MQ_EXPECT_CODE(engine().Complete("jobs", locked_.seq, empty), kInvalidArgument);
-  MQ_EXPECT_CODE(engine().Abandon("jobs", locked_.seq, empty), kInvalidArgument);
-  MQ_EXPECT_CODE(engine().Reject("jobs", locked_.seq, empty, "r"), kInvalidArgument);
-  MQ_EXPECT_CODE(engine().Defer("jobs", locked_.seq, empty), kInvalidArgument);
-  MQ_EXPECT_CODE(engine().Renew("jobs", locked_.seq, empty), kInvalidArgument);
-  ExpectNothingWritten();
-  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find("jobs", locked_.seq));
+  MQ_EXPECT_CODE(engine().Complete("jobs", seeded.locked.seq, empty), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Abandon("jobs", seeded.locked.seq, empty), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Reject("jobs", seeded.locked.seq, empty, "r"), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Defer("jobs", seeded.locked.seq, empty), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Renew("jobs", seeded.locked.seq, empty), kInvalidArgument);
+  ExpectNothingWritten(engine(), seeded);
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find(engine(), "jobs", seeded.locked.seq));
   EXPECT_EQ(still.state, MessageState::kLocked);
 }
 
-TEST_F(ValidationTest, Spec6_NegativeAbandonDelayIsInvalidArgument) {
-  MQ_EXPECT_CODE(engine().Abandon("jobs", locked_.seq, locked_.lock_token, -1), kInvalidArgument);
-  ExpectNothingWritten();
-  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find("jobs", locked_.seq));
+TEST_P(TckValidation, Spec6_NegativeAbandonDelayIsInvalidArgument) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  MQ_EXPECT_CODE(engine().Abandon("jobs", seeded.locked.seq, seeded.locked.lock_token, -1),
+                 kInvalidArgument);
+  ExpectNothingWritten(engine(), seeded);
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find(engine(), "jobs", seeded.locked.seq));
   EXPECT_EQ(still.state, MessageState::kLocked);
   // The lease is untouched and the token still good.
-  MQ_EXPECT_OK(engine().Abandon("jobs", locked_.seq, locked_.lock_token, 0));
+  MQ_EXPECT_OK(engine().Abandon("jobs", seeded.locked.seq, seeded.locked.lock_token, 0));
 }
 
-TEST_F(ValidationTest, Spec4_CancelOfNonScheduledOrUnknownSeqIsNotFound) {
-  MQ_EXPECT_CODE(engine().Cancel("jobs", active_seq_), kNotFound);
-  MQ_EXPECT_CODE(engine().Cancel("jobs", locked_.seq), kNotFound);
-  MQ_EXPECT_CODE(engine().Cancel("jobs", deferred_seq_), kNotFound);
-  MQ_EXPECT_CODE(engine().Cancel("jobs", scheduled_seq_ + 1'000'000), kNotFound);
-  ExpectNothingWritten();
+TEST_P(TckValidation, Spec4_CancelOfNonScheduledOrUnknownSeqIsNotFound) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  MQ_EXPECT_CODE(engine().Cancel("jobs", seeded.active_seq), kNotFound);
+  MQ_EXPECT_CODE(engine().Cancel("jobs", seeded.locked.seq), kNotFound);
+  MQ_EXPECT_CODE(engine().Cancel("jobs", seeded.deferred_seq), kNotFound);
+  MQ_EXPECT_CODE(engine().Cancel("jobs", seeded.scheduled_seq + 1'000'000), kNotFound);
+  ExpectNothingWritten(engine(), seeded);
 }
 
-TEST_F(ValidationTest, Spec6_ReceiveDeferredOfNonDeferredSeqIsNotFound) {
-  for (int64_t seq : {active_seq_, locked_.seq, scheduled_seq_, active_seq_ + 1'000'000}) {
+TEST_P(TckValidation, Spec6_ReceiveDeferredOfNonDeferredSeqIsNotFound) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
+  for (int64_t seq : {seeded.active_seq, seeded.locked.seq, seeded.scheduled_seq,
+                      seeded.active_seq + 1'000'000}) {
     SCOPED_TRACE(seq);
     const int64_t seqs[] = {seq};
     MQ_EXPECT_CODE(engine().ReceiveDeferred("jobs", seqs), kNotFound);
   }
   // All or nothing: a good seq next to a bad one is not locked either.
-  const int64_t mixed[] = {deferred_seq_, active_seq_};
+  const int64_t mixed[] = {seeded.deferred_seq, seeded.active_seq};
   Result<std::vector<Message>> r = engine().ReceiveDeferred("jobs", mixed);
   MQ_EXPECT_CODE(r, kNotFound);
-  EXPECT_NE(r.status().message().find(std::to_string(active_seq_)), std::string_view::npos)
+  EXPECT_NE(r.status().message().find(std::to_string(seeded.active_seq)), std::string_view::npos)
       << r.status().ToString();
-  ExpectNothingWritten();
-  MQ_ASSERT_OK_AND_ASSIGN(Message d, Find("jobs", deferred_seq_));
+  ExpectNothingWritten(engine(), seeded);
+  MQ_ASSERT_OK_AND_ASSIGN(Message d, Find(engine(), "jobs", seeded.deferred_seq));
   EXPECT_EQ(d.state, MessageState::kDeferred);
   EXPECT_EQ(d.delivery_count, 1);
 }
 
 // ---- Peek (SPEC §6) -----------------------------------------------------------------------
 
-TEST_F(ValidationTest, Spec6_PeekMaxMessagesOutsideOneToThousand) {
+TEST_P(TckValidation, Spec6_PeekMaxMessagesOutsideOneToThousand) {
+  Seeded seeded;
+  ASSERT_NO_FATAL_FAILURE(Seed(engine(), &seeded));
   MQ_EXPECT_CODE(engine().Peek("jobs", {.max_messages = 0}), kInvalidArgument);
   MQ_EXPECT_CODE(engine().Peek("jobs", {.max_messages = 1'001}), kInvalidArgument);
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, engine().Peek("jobs", {.max_messages = 1'000}));
   EXPECT_EQ(all.size(), 4u);
-  ExpectNothingWritten();
+  ExpectNothingWritten(engine(), seeded);
 }
 
 }  // namespace
-}  // namespace mqlite
+}  // namespace mqlite::tck

@@ -1,0 +1,1014 @@
+// The in-memory store. Layout: layout.h; rollback: undo_log.h; design and
+// limits: stores/memory/README.md.
+//
+// Concurrency: Run admits one writer or many readers at a time (a reader /
+// writer gate on a condition_variable_any, so waiting honours the caller's
+// stop token and deadline). A read transaction refuses every mutation.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "layout.h"
+#include "mqlite/engine.h"
+#include "mqlite/memory.h"
+#include "undo_log.h"
+
+namespace mqlite {
+
+namespace {
+constexpr char kHandleType[] = "mqlite::MemoryTxn";
+}  // namespace
+
+std::shared_ptr<MemoryDatabase> NewMemoryDatabase() { return std::make_shared<MemoryDatabase>(); }
+
+Result<MemoryTxn*> MemoryHandle(TxContext& tx) {
+  if (tx.native_handle_type() != kHandleType) {
+    return Status::InvalidArgument("MemoryHandle: this Tx runs on a '" + tx.native_handle_type() +
+                                   "' store, not the memory store");
+  }
+  void* h = tx.native_handle();
+  if (!h) return Status::InvalidArgument("MemoryHandle: the Tx callback has returned");
+  return static_cast<MemoryTxn*>(h);
+}
+
+namespace memory_internal {
+namespace {
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+int S(MessageState s) { return static_cast<int>(s); }
+
+bool Expired(const Row& r, int64_t now) { return r.expires_at > 0 && r.expires_at <= now; }
+
+// Index keys of a row; nullopt = not in that index.
+std::optional<Key3> ClaimKey(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kActive || !r.is_head) return std::nullopt;
+  return Key3{r.queue_id, -static_cast<int64_t>(r.priority), seq};
+}
+std::optional<QueueSeq> ClaimSeqKey(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kActive || !r.is_head) return std::nullopt;
+  return QueueSeq{r.queue_id, seq};
+}
+std::optional<GroupEntry> GroupKeyOf(int64_t seq, const Row& r) {
+  if (!r.group_key || r.state == MessageState::kDeadLettered) return std::nullopt;
+  return GroupEntry{r.queue_id, *r.group_key, seq};
+}
+std::optional<Key3> DueKey(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kScheduled) return std::nullopt;
+  return Key3{r.queue_id, r.visible_at, seq};
+}
+std::optional<Key3> LeaseKey(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kLocked) return std::nullopt;
+  return Key3{r.queue_id, r.locked_until, seq};
+}
+std::optional<Key3> TtlKey(int64_t seq, const Row& r) {
+  if (r.expires_at <= 0) return std::nullopt;
+  if (r.state != MessageState::kActive && r.state != MessageState::kDeferred &&
+      r.state != MessageState::kScheduled) {
+    return std::nullopt;
+  }
+  return Key3{r.queue_id, r.expires_at, seq};
+}
+std::optional<Key3> DlqKey(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kDeadLettered) return std::nullopt;
+  return Key3{r.queue_id, r.dead_lettered_at, seq};
+}
+std::optional<Key3> StateKey(int64_t seq, const Row& r) {
+  return Key3{r.queue_id, S(r.state), seq};
+}
+
+Message ToMessage(int64_t seq, const Row& r, const std::string& queue_name) {
+  const Payload& p = *r.payload;
+  Message m;
+  m.seq = seq;
+  m.queue = queue_name;
+  m.body = p.body;
+  m.message_id = p.message_id;
+  m.group_id = p.group_id;
+  m.subject = p.subject;
+  m.correlation_id = p.correlation_id;
+  m.content_type = p.content_type;
+  m.properties = p.properties;
+  m.priority = r.priority;
+  m.enqueued_at = r.enqueued_at;
+  m.visible_at = r.visible_at;
+  m.expires_at = r.expires_at;
+  m.delivery_count = r.delivery_count;
+  m.state = r.state;
+  m.locked_until = r.locked_until;
+  m.lock_token = r.token;
+  m.dead_letter_reason = r.dead_letter_reason;
+  m.dead_letter_description = r.dead_letter_description;
+  m.dead_lettered_at = r.dead_lettered_at;
+  return m;
+}
+
+std::string SeqText(int64_t seq) { return "seq " + std::to_string(seq); }
+
+class MemTxn;
+
+// The native handle (SPEC §8). One per store, bound to the running write
+// transaction, so a pointer the application kept past its callback is refused
+// with InvalidArgument instead of dangling.
+class BusinessTables final : public MemoryTxn {
+ public:
+  void Bind(MemTxn* txn) {
+    owner_.store(std::this_thread::get_id());
+    txn_.store(txn);
+  }
+  void Unbind() {
+    txn_.store(nullptr);
+    owner_.store(std::thread::id());
+  }
+
+  Status Put(std::string_view table, std::string_view key, std::string_view value) override;
+  Result<std::optional<std::string>> Get(std::string_view table, std::string_view key) override;
+  Status Delete(std::string_view table, std::string_view key) override;
+
+ private:
+  Result<MemTxn*> Current(std::string_view op, std::string_view table);
+
+  std::atomic<MemTxn*> txn_{nullptr};
+  std::atomic<std::thread::id> owner_{};
+};
+
+class MemTxn final : public StoreTxn {
+ public:
+  MemTxn(Data* d, bool read_only, BusinessTables* business)
+      : d_(d), read_only_(read_only), business_(business) {}
+
+  void Commit() { log_.Commit(); }
+  void Rollback() { log_.RollbackTo(0); }
+
+  // ---- Queues (SPEC §2) ----
+
+  Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
+    MQLITE_RETURN_IF_ERROR(Writable("UpsertQueue"));
+    auto name = d_->queue_names.find(std::string_view(cfg.name));
+    if (name != d_->queue_names.end()) {
+      const int64_t id = name->second;
+      QueueData q = d_->queues.at(id);
+      if (q.config.ordering != cfg.ordering && q.total() > 0) {
+        return Status::InvalidArgument("queue '" + cfg.name + "': ordering cannot change from " +
+                                       std::string(OrderingName(q.config.ordering)) + " to " +
+                                       std::string(OrderingName(cfg.ordering)) +
+                                       " while the queue holds messages");
+      }
+      q.config = cfg;
+      log_.Put(d_->queues, id, std::move(q));
+      if (created) *created = false;
+      return QueueRecord{id, cfg};
+    }
+    const int64_t id = ++d_->last_queue_id;  // never reused, even if this rolls back
+    QueueData q;
+    q.config = cfg;
+    q.created_at = now;
+    log_.Put(d_->queues, id, std::move(q));
+    log_.Put(d_->queue_names, cfg.name, id);
+    if (created) *created = true;
+    return QueueRecord{id, cfg};
+  }
+
+  Result<QueueRecord> GetQueue(std::string_view name) override {
+    auto it = d_->queue_names.find(name);
+    if (it == d_->queue_names.end()) {
+      return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
+    }
+    return QueueRecord{it->second, d_->queues.at(it->second).config};
+  }
+
+  Result<std::vector<QueueRecord>> ListQueues() override {
+    std::vector<QueueRecord> out;
+    out.reserve(d_->queue_names.size());
+    for (const auto& [name, id] : d_->queue_names) {
+      out.push_back(QueueRecord{id, d_->queues.at(id).config});
+    }
+    return out;
+  }
+
+  Status DeleteQueue(const QueueRecord& queue) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DeleteQueue"));
+    auto qit = d_->queues.find(queue.id);
+    if (qit == d_->queues.end()) return Status::OK();
+    std::vector<int64_t> seqs;
+    for (auto it = d_->by_state.lower_bound(Key3{queue.id, kMin, kMin});
+         it != d_->by_state.end() && std::get<0>(*it) == queue.id; ++it) {
+      seqs.push_back(std::get<2>(*it));
+    }
+    for (int64_t seq : seqs) EraseRow(seq);  // the whole queue goes: no headship to move
+    // Its dedup records go too (a deleted queue's id is never reused, so this
+    // is hygiene, not correctness).
+    std::vector<DedupKey> keys;
+    for (auto it = d_->dedup.lower_bound(DedupKey{queue.id, std::string()});
+         it != d_->dedup.end() && it->first.first == queue.id; ++it) {
+      keys.push_back(it->first);
+    }
+    for (const DedupKey& k : keys) EraseDedup(k);
+    const std::string name = qit->second.config.name;
+    log_.EraseKey(d_->queues, queue.id);
+    log_.EraseKey(d_->queue_names, name);
+    return Status::OK();
+  }
+
+  // ---- Enqueue (SPEC §3, §4) ----
+
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
+                                       std::span<const EnqueueItem> items) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Enqueue"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    std::vector<int64_t> seqs;
+    seqs.reserve(items.size());
+    for (const EnqueueItem& it : items) {
+      const OutgoingMessage& m = *it.message;
+      auto payload = std::make_shared<Payload>();
+      payload->body = m.body;
+      payload->message_id = m.message_id;
+      payload->group_id = m.group_id;
+      payload->subject = m.subject;
+      payload->correlation_id = m.correlation_id;
+      payload->content_type = m.content_type;
+      payload->properties = m.properties;
+      Row r;
+      r.queue_id = queue.id;
+      r.state = it.state;
+      r.is_head = !it.group_key || !GroupHasLive(queue.id, *it.group_key);
+      r.priority = m.priority;
+      r.group_key = it.group_key;
+      r.enqueued_at = it.enqueued_at;
+      r.visible_at = it.visible_at;
+      r.expires_at = it.expires_at;
+      r.payload = std::move(payload);
+      const int64_t seq = ++d_->last_seq;  // never reused, even if this rolls back
+      PutRow(seq, std::move(r));
+      seqs.push_back(seq);
+    }
+    return seqs;
+  }
+
+  Status CancelScheduled(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_RETURN_IF_ERROR(Writable("CancelScheduled"));
+    const Row* r = Find(queue.id, seq);
+    if (!r || r->state != MessageState::kScheduled || r->delivery_count != 0) {
+      return Status::NotFound(SeqText(seq) + " is not a scheduled, never-delivered message");
+    }
+    Remove(seq);
+    return Status::OK();
+  }
+
+  // ---- Claim (SPEC §5, §7.4) ----
+  //
+  // Walks the claim index (active heads only) from the queue's first entry in
+  // (priority DESC, seq) order. Invariant: every claim-index entry of the
+  // queue below `resume` was skipped (its group was already taken in this
+  // batch). A candidate that is claimed, expired or dead-lettered leaves the
+  // index, so the walk resumes at its key; a head promoted meanwhile (the
+  // next member of a group whose head just left) may outrank that point, so
+  // the insert is watched and the walk resumes at the lowest such key. Each
+  // step is one O(log n) seek: blocked members are never in the index and
+  // are never visited.
+  Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Claim"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
+    if (peek_lock && req.tokens.size() < static_cast<size_t>(std::max(req.max_messages, 0))) {
+      return Status::Internal("Claim: fewer tokens than max_messages");
+    }
+    std::vector<Message> out;
+    std::set<int64_t> skipped;           // heads of groups already taken in this batch
+    std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
+    Key3 resume{queue.id, kMin, kMin};
+    while (static_cast<int>(out.size()) < req.max_messages) {
+      auto it = d_->claim.lower_bound(resume);
+      while (it != d_->claim.end() && std::get<0>(*it) == queue.id &&
+             skipped.count(std::get<2>(*it))) {
+        ++d_->probe.claim_steps;
+        ++it;
+      }
+      if (it == d_->claim.end() || std::get<0>(*it) != queue.id) break;
+      ++d_->probe.claim_steps;
+      const Key3 key = *it;
+      const int64_t seq = std::get<2>(key);
+      const Row& r = d_->messages.at(seq);
+      if (r.group_key && taken_groups.count(*r.group_key)) {
+        skipped.insert(seq);
+        resume = Key3{queue.id, std::get<1>(key), seq + 1};
+        continue;
+      }
+      resume = key;  // the candidate leaves the index below
+      watch_ = true;
+      watch_min_.reset();
+      if (Expired(r, req.now)) {
+        Expire(queue, seq, req.now);
+      } else if (r.delivery_count >= queue.config.max_delivery_count) {
+        DeadLetter(seq, kReasonMaxDelivery, std::nullopt, req.now);
+      } else {
+        const std::optional<std::string> group = r.group_key;
+        Row next = r;
+        next.delivery_count += 1;
+        if (peek_lock) {
+          next.state = MessageState::kLocked;
+          next.token = req.tokens[out.size()];
+          next.locked_until = req.locked_until;
+          out.push_back(ToMessage(seq, next, queue.config.name));
+          PutRow(seq, std::move(next));
+        } else {
+          out.push_back(ToMessage(seq, next, queue.config.name));
+          Remove(seq);  // hands headship to the group's next member
+        }
+        if (group) taken_groups.insert(*group);
+      }
+      watch_ = false;
+      if (watch_min_ && *watch_min_ < resume) resume = *watch_min_;
+    }
+    return out;
+  }
+
+  Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq, const LockToken& token,
+                                int64_t now, int64_t locked_until) override {
+    MQLITE_RETURN_IF_ERROR(Writable("ClaimDeferred"));
+    const Row* r = Find(queue.id, seq);
+    if (!r || r->state != MessageState::kDeferred) {
+      return Status::NotFound(SeqText(seq) + " is not a deferred message");
+    }
+    if (Expired(*r, now)) return Status::NotFound(SeqText(seq) + " has expired (TTL)");
+    if (r->delivery_count >= queue.config.max_delivery_count) {
+      return Status::NotFound(SeqText(seq) + " has used all " +
+                              std::to_string(queue.config.max_delivery_count) + " deliveries");
+    }
+    Row next = *r;
+    next.state = MessageState::kLocked;
+    next.delivery_count += 1;
+    next.token = token;
+    next.locked_until = locked_until;
+    Message m = ToMessage(seq, next, queue.config.name);
+    PutRow(seq, std::move(next));
+    return m;
+  }
+
+  // ---- Settle (SPEC §3, §6) ----
+
+  Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Settle"));
+    const Row* r = Find(queue.id, req.seq);
+    // SPEC §6: exact token and a live lease, whether or not maintenance ran.
+    if (!r || r->state != MessageState::kLocked || !(r->token == req.token) ||
+        r->locked_until <= req.now) {
+      return Status::LockLost(SeqText(req.seq) + " is not locked under this token");
+    }
+    SettleResult res;
+    switch (req.op) {
+      case SettleOp::kComplete:
+        Remove(req.seq);
+        res.deleted = true;
+        return res;
+      case SettleOp::kAbandon:
+        if (r->delivery_count >= queue.config.max_delivery_count) {
+          DeadLetter(req.seq, kReasonMaxDelivery, std::nullopt, req.now);
+          res.new_state = MessageState::kDeadLettered;
+        } else if (req.delay_ms > 0) {
+          Row next = *r;
+          Unlocked(&next, MessageState::kScheduled);
+          next.visible_at = req.now + req.delay_ms;
+          PutRow(req.seq, std::move(next));
+          res.new_state = MessageState::kScheduled;
+        } else {
+          Unlock(req.seq, MessageState::kActive);
+          res.new_state = MessageState::kActive;
+        }
+        return res;
+      case SettleOp::kReject:
+        DeadLetter(req.seq, req.reason, req.description, req.now);
+        res.new_state = MessageState::kDeadLettered;
+        return res;
+      case SettleOp::kDefer:
+        Unlock(req.seq, MessageState::kDeferred);
+        res.new_state = MessageState::kDeferred;
+        return res;
+      case SettleOp::kRenew: {
+        Row next = *r;
+        next.locked_until = std::max(r->locked_until, req.renew_until);
+        res.new_state = MessageState::kLocked;
+        res.locked_until = next.locked_until;
+        PutRow(req.seq, std::move(next));
+        return res;
+      }
+    }
+    return Status::InvalidArgument("unknown settle operation");
+  }
+
+  // ---- Inspection and DLQ (SPEC §6) ----
+
+  // One seek of by_state per state asked for, merged by seq.
+  Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    using It = std::set<Key3>::const_iterator;
+    std::vector<std::pair<It, int>> cursors;
+    for (int s = 0; s < kStates; ++s) {
+      if (o.state && S(*o.state) != s) continue;
+      cursors.emplace_back(d_->by_state.upper_bound(Key3{queue.id, s, o.from_seq}), s);
+    }
+    auto valid = [&](const std::pair<It, int>& c) {
+      return c.first != d_->by_state.end() && std::get<0>(*c.first) == queue.id &&
+             std::get<1>(*c.first) == c.second;
+    };
+    std::vector<Message> out;
+    while (static_cast<int>(out.size()) < o.max_messages) {
+      std::pair<It, int>* best = nullptr;
+      for (auto& c : cursors) {
+        if (valid(c) && (!best || std::get<2>(*c.first) < std::get<2>(*best->first))) best = &c;
+      }
+      if (!best) break;
+      const int64_t seq = std::get<2>(*best->first);
+      out.push_back(ToMessage(seq, d_->messages.at(seq), queue.config.name));
+      ++best->first;
+    }
+    return out;
+  }
+
+  Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    const QueueData& q = d_->queues.at(queue.id);
+    QueueStats st;
+    st.active = q.count[S(MessageState::kActive)];
+    st.locked = q.count[S(MessageState::kLocked)];
+    st.deferred = q.count[S(MessageState::kDeferred)];
+    st.scheduled = q.count[S(MessageState::kScheduled)];
+    st.dead_lettered = q.count[S(MessageState::kDeadLettered)];
+    st.total = q.total();
+    for (int64_t b : q.bytes) st.body_bytes += b;
+    // Oldest claimable: the first active head in seq order that has not
+    // expired. Walks past expired heads only (maintenance removes those).
+    for (auto it = d_->claim_seq.lower_bound(QueueSeq{queue.id, kMin});
+         it != d_->claim_seq.end() && it->first == queue.id; ++it) {
+      const Row& r = d_->messages.at(it->second);
+      if (Expired(r, now)) continue;
+      st.oldest_claimable_age_ms = std::max<int64_t>(0, now - r.enqueued_at);
+      break;
+    }
+    return st;
+  }
+
+  Result<int64_t> Redrive(const QueueRecord& queue, const QueueRecord& target,
+                          const RedriveOptions& o, int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Redrive"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(target));
+    const std::vector<int64_t> seqs = OldestDead(queue.id, now - o.older_than_ms, o.max_messages);
+    int64_t moved = 0;
+    for (int64_t seq : seqs) {
+      const Row* old = Find(queue.id, seq);
+      if (!old) continue;
+      const std::optional<std::string>& group_id = old->payload->group_id;
+      if (target.config.ordering == Ordering::kGroupFifo && !group_id) continue;
+      Row r;
+      r.queue_id = target.id;
+      r.state = MessageState::kActive;
+      r.group_key = GroupKeyFor(target.config.ordering, group_id);
+      r.is_head = !r.group_key || !GroupHasLive(target.id, *r.group_key);
+      r.priority = old->priority;
+      r.enqueued_at = old->enqueued_at;
+      r.visible_at = now;
+      r.expires_at = target.config.default_ttl_ms > 0 ? now + target.config.default_ttl_ms : 0;
+      r.payload = old->payload;
+      const int64_t fresh = ++d_->last_seq;
+      PutRow(fresh, std::move(r));
+      Remove(seq);
+      ++moved;
+    }
+    return moved;
+  }
+
+  Result<int64_t> PurgeDeadLetters(const QueueRecord& queue, const PurgeOptions& o,
+                                   int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PurgeDeadLetters"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    const std::vector<int64_t> seqs = OldestDead(queue.id, now - o.older_than_ms, o.max_messages);
+    for (int64_t seq : seqs) Remove(seq);
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  // ---- Maintenance and recovery (SPEC §3, §6, §7.1) ----
+  // Each collects at most `limit` seqs from one index seek, then applies them.
+
+  Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PromoteDue"));
+    const std::vector<int64_t> seqs = Walk(d_->due, queue.id, now, limit);
+    for (int64_t seq : seqs) {
+      Row next = d_->messages.at(seq);
+      next.state = MessageState::kActive;
+      PutRow(seq, std::move(next));
+    }
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
+                               int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("ReclaimLocks"));
+    const std::vector<int64_t> seqs = Walk(d_->lease, queue.id, all_locked ? kMax : now, limit);
+    for (int64_t seq : seqs) {
+      if (d_->messages.at(seq).delivery_count >= queue.config.max_delivery_count) {
+        DeadLetter(seq, kReasonMaxDelivery, std::nullopt, now);
+      } else {
+        Unlock(seq, MessageState::kActive);
+      }
+    }
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("ExpireMessages"));
+    const std::vector<int64_t> seqs = Walk(d_->ttl, queue.id, now, limit);
+    for (int64_t seq : seqs) Expire(queue, seq, now);
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& b, int64_t now,
+                                   int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("EnforceRetention"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    if (b.max_age_ms <= 0 && b.max_count <= 0 && b.max_bytes <= 0) return int64_t{0};
+    const QueueData& q = d_->queues.at(queue.id);
+    int64_t count = q.count[S(MessageState::kDeadLettered)];
+    int64_t bytes = q.bytes[S(MessageState::kDeadLettered)];
+    auto over = [&](int64_t dead_at) {
+      return (b.max_age_ms > 0 && dead_at <= now - b.max_age_ms) ||
+             (b.max_count > 0 && count > b.max_count) || (b.max_bytes > 0 && bytes > b.max_bytes);
+    };
+    std::vector<int64_t> victims;
+    for (auto it = d_->dlq.lower_bound(Key3{queue.id, kMin, kMin});
+         it != d_->dlq.end() && std::get<0>(*it) == queue.id &&
+         static_cast<int64_t>(victims.size()) < limit;
+         ++it) {
+      ++d_->probe.maintenance_steps;
+      if (!over(std::get<1>(*it))) break;  // oldest first: everything after is newer
+      const int64_t seq = std::get<2>(*it);
+      count -= 1;
+      bytes -= d_->messages.at(seq).body_size();
+      victims.push_back(seq);
+    }
+    for (int64_t seq : victims) Remove(seq);
+    return static_cast<int64_t>(victims.size());
+  }
+
+  // ---- Idempotency records (SPEC §4, §7.2, §7.3) ----
+
+  Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& queue, std::string_view key,
+                                               int64_t now) override {
+    auto it = d_->dedup.find(DedupKey{queue.id, std::string(key)});
+    if (it == d_->dedup.end() || it->second.expires_at <= now) return std::optional<DedupRecord>();
+    return std::optional<DedupRecord>(it->second);
+  }
+
+  Status PutDedup(const QueueRecord& queue, std::string_view key, const DedupRecord& r) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PutDedup"));
+    DedupKey k{queue.id, std::string(key)};
+    EraseDedup(k);
+    log_.Put(d_->dedup, k, r);
+    log_.Insert(d_->dedup_expiry, DedupExpiryEntry{r.expires_at, k.first, k.second});
+    return Status::OK();
+  }
+
+  Result<bool> FindReceipt(std::string_view key, int64_t now) override {
+    auto it = d_->receipts.find(key);
+    return it != d_->receipts.end() && it->second > now;
+  }
+
+  Status PutReceipt(std::string_view key, int64_t expires_at) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PutReceipt"));
+    std::string k(key);
+    if (auto it = d_->receipts.find(key); it != d_->receipts.end()) {
+      log_.Erase(d_->receipt_expiry, ExpiryEntry{it->second, k});
+    }
+    log_.Put(d_->receipts, k, expires_at);
+    log_.Insert(d_->receipt_expiry, ExpiryEntry{expires_at, k});
+    return Status::OK();
+  }
+
+  Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
+    auto it = d_->attempts.find(id);
+    if (it == d_->attempts.end() || it->second.expires_at <= now) {
+      return std::optional<AttemptRecord>();
+    }
+    return std::optional<AttemptRecord>(it->second);
+  }
+
+  Status PutAttempt(std::string_view id, const AttemptRecord& r) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PutAttempt"));
+    std::string k(id);
+    if (auto it = d_->attempts.find(id); it != d_->attempts.end()) {
+      log_.Erase(d_->attempt_expiry, ExpiryEntry{it->second.expires_at, k});
+    }
+    log_.Put(d_->attempts, k, r);
+    log_.Insert(d_->attempt_expiry, ExpiryEntry{r.expires_at, k});
+    return Status::OK();
+  }
+
+  Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DropExpiredRecords"));
+    int64_t total = 0;
+    {
+      std::vector<DedupKey> keys;
+      for (auto it = d_->dedup_expiry.begin();
+           it != d_->dedup_expiry.end() && std::get<0>(*it) <= now &&
+           static_cast<int64_t>(keys.size()) < limit;
+           ++it) {
+        keys.emplace_back(std::get<1>(*it), std::get<2>(*it));
+      }
+      for (const DedupKey& k : keys) EraseDedup(k);
+      total += static_cast<int64_t>(keys.size());
+    }
+    total += DropExpired(d_->receipts, d_->receipt_expiry, now, limit);
+    total += DropExpired(d_->attempts, d_->attempt_expiry, now, limit);
+    return total;
+  }
+
+  // G7: an erased row, index entry or record frees its memory at once, so
+  // there is nothing left to hand back.
+  Result<int64_t> ReclaimSpace(int64_t budget) override {
+    (void)budget;
+    return int64_t{0};
+  }
+
+  // ---- Savepoints and the native handle ----
+
+  Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
+    const size_t mark = log_.Mark();
+    Status s = body(*this);
+    if (!s.ok()) log_.RollbackTo(mark);
+    return s;
+  }
+
+  // Only write transactions carry the application's tables (Tx is one).
+  void* NativeHandle() override {
+    return read_only_ ? nullptr : static_cast<void*>(static_cast<MemoryTxn*>(business_));
+  }
+
+  // The application cannot commit or roll back through MemoryTxn.
+  Status CheckNativeTxnOpen() override { return Status::OK(); }
+
+  // ---- The application's tables, for BusinessTables ----
+
+  Status BusinessPut(std::string_view table, std::string_view key, std::string_view value) {
+    MQLITE_RETURN_IF_ERROR(Writable("MemoryTxn::Put"));
+    log_.Put(d_->business, std::pair<std::string, std::string>(table, key), std::string(value));
+    return Status::OK();
+  }
+  Result<std::optional<std::string>> BusinessGet(std::string_view table, std::string_view key) {
+    auto it = d_->business.find(std::pair<std::string, std::string>(table, key));
+    if (it == d_->business.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
+  Status BusinessDelete(std::string_view table, std::string_view key) {
+    MQLITE_RETURN_IF_ERROR(Writable("MemoryTxn::Delete"));
+    log_.EraseKey(d_->business, std::pair<std::string, std::string>(table, key));
+    return Status::OK();
+  }
+
+ private:
+  Status Writable(const char* op) const {
+    if (!read_only_) return Status::OK();
+    return Status::Internal(std::string(op) +
+                            ": a write inside a read transaction (TxnKind::kRead)");
+  }
+
+  Status RequireQueue(const QueueRecord& queue) const {
+    if (d_->queues.count(queue.id)) return Status::OK();
+    return Status::QueueNotFound("queue '" + queue.config.name + "' (id " +
+                                 std::to_string(queue.id) + ") does not exist");
+  }
+
+  // The row `seq` if it belongs to queue `queue_id` (SPEC §2: another queue's
+  // seq is unknown here).
+  const Row* Find(int64_t queue_id, int64_t seq) const {
+    auto it = d_->messages.find(seq);
+    if (it == d_->messages.end() || it->second.queue_id != queue_id) return nullptr;
+    return &it->second;
+  }
+
+  bool GroupHasLive(int64_t queue_id, const std::string& key) const {
+    auto it = d_->group.lower_bound(GroupEntry{queue_id, key, kMin});
+    return it != d_->group.end() && std::get<0>(*it) == queue_id && std::get<1>(*it) == key;
+  }
+
+  // ---- Row writes: every index follows the row ----
+
+  template <class Set, class Key>
+  void Reindex(Set& set, const std::optional<Key>& before, const std::optional<Key>& after) {
+    if (before == after) return;
+    if (before) log_.Erase(set, *before);
+    if (after) log_.Insert(set, *after);
+  }
+
+  void AddCounts(int64_t queue_id, int state, int64_t count, int64_t bytes) {
+    if (count == 0 && bytes == 0) return;
+    QueueData& q = d_->queues.at(queue_id);
+    q.count[state] += count;
+    q.bytes[state] += bytes;
+    Data* d = d_;
+    log_.Record([d, queue_id, state, count, bytes] {
+      QueueData& q = d->queues.at(queue_id);
+      q.count[state] -= count;
+      q.bytes[state] -= bytes;
+    });
+  }
+
+  // Moves every index entry and counter of row `seq` from `before` to
+  // `after` (nullptr = absent).
+  void IndexRow(int64_t seq, const Row* before, const Row* after) {
+    auto of = [&](auto key_fn, const Row* r) { return r ? key_fn(seq, *r) : std::nullopt; };
+    const auto claim_after = of(ClaimKey, after);
+    Reindex(d_->claim, of(ClaimKey, before), claim_after);
+    if (watch_ && claim_after && !(before && ClaimKey(seq, *before) == claim_after) &&
+        (!watch_min_ || *claim_after < *watch_min_)) {
+      watch_min_ = claim_after;
+    }
+    Reindex(d_->claim_seq, of(ClaimSeqKey, before), of(ClaimSeqKey, after));
+    Reindex(d_->group, of(GroupKeyOf, before), of(GroupKeyOf, after));
+    Reindex(d_->due, of(DueKey, before), of(DueKey, after));
+    Reindex(d_->lease, of(LeaseKey, before), of(LeaseKey, after));
+    Reindex(d_->ttl, of(TtlKey, before), of(TtlKey, after));
+    Reindex(d_->dlq, of(DlqKey, before), of(DlqKey, after));
+    Reindex(d_->by_state, of(StateKey, before), of(StateKey, after));
+    if (before && after && before->queue_id == after->queue_id && before->state == after->state) {
+      return;  // payloads never change, so neither do the byte totals
+    }
+    if (before) AddCounts(before->queue_id, S(before->state), -1, -before->body_size());
+    if (after) AddCounts(after->queue_id, S(after->state), 1, after->body_size());
+  }
+
+  void PutRow(int64_t seq, Row row) {
+    auto it = d_->messages.find(seq);
+    IndexRow(seq, it == d_->messages.end() ? nullptr : &it->second, &row);
+    log_.Put(d_->messages, seq, std::move(row));
+  }
+
+  void EraseRow(int64_t seq) {
+    auto it = d_->messages.find(seq);
+    if (it == d_->messages.end()) return;
+    IndexRow(seq, &it->second, nullptr);
+    log_.EraseKey(d_->messages, seq);
+  }
+
+  // ---- Transitions that keep headship right ----
+
+  // Makes the lowest-seq live member of the group its head, after the old
+  // head left (one seek of the group index).
+  void PromoteNext(int64_t queue_id, const std::string& key) {
+    auto it = d_->group.lower_bound(GroupEntry{queue_id, key, kMin});
+    if (it == d_->group.end() || std::get<0>(*it) != queue_id || std::get<1>(*it) != key) return;
+    const int64_t seq = std::get<2>(*it);
+    Row next = d_->messages.at(seq);
+    if (next.is_head) return;
+    next.is_head = true;
+    PutRow(seq, std::move(next));
+  }
+
+  // Deletes a row and hands headship on. Headship is read from the live row
+  // as it goes, never from a copy taken earlier in the transaction.
+  void Remove(int64_t seq) {
+    auto it = d_->messages.find(seq);
+    if (it == d_->messages.end()) return;  // already gone
+    const bool was_head = it->second.is_head;
+    const int64_t queue_id = it->second.queue_id;
+    const std::optional<std::string> group = it->second.group_key;
+    EraseRow(seq);
+    if (was_head && group) PromoteNext(queue_id, *group);
+  }
+
+  void DeadLetter(int64_t seq, std::string_view reason,
+                  const std::optional<std::string>& description, int64_t now) {
+    Row next = d_->messages.at(seq);  // the live row
+    const bool was_head = next.is_head;
+    next.state = MessageState::kDeadLettered;
+    next.token = LockToken{};
+    next.locked_until = 0;
+    next.dead_lettered_at = now;
+    next.dead_letter_reason = std::string(reason);
+    next.dead_letter_description = description;
+    next.is_head = false;
+    const int64_t queue_id = next.queue_id;
+    const std::optional<std::string> group = next.group_key;
+    PutRow(seq, std::move(next));
+    if (was_head && group) PromoteNext(queue_id, *group);
+  }
+
+  static void Unlocked(Row* r, MessageState to) {
+    r->state = to;
+    r->token = LockToken{};
+    r->locked_until = 0;
+  }
+
+  // locked → active or deferred: the lease and token go.
+  void Unlock(int64_t seq, MessageState to) {
+    Row next = d_->messages.at(seq);
+    Unlocked(&next, to);
+    PutRow(seq, std::move(next));
+  }
+
+  // SPEC §3 TTL: dead-letter or delete per the queue's dead_letter_on_expire.
+  void Expire(const QueueRecord& queue, int64_t seq, int64_t now) {
+    if (queue.config.dead_letter_on_expire) {
+      DeadLetter(seq, kReasonTtlExpired, std::nullopt, now);
+    } else {
+      Remove(seq);
+    }
+  }
+
+  // Up to `limit` seqs of `queue_id` from an index keyed (queue, time, seq)
+  // whose time ≤ `until`, in index order.
+  std::vector<int64_t> Walk(const std::set<Key3>& index, int64_t queue_id, int64_t until,
+                            int64_t limit) {
+    std::vector<int64_t> seqs;
+    for (auto it = index.lower_bound(Key3{queue_id, kMin, kMin});
+         it != index.end() && std::get<0>(*it) == queue_id && std::get<1>(*it) <= until &&
+         static_cast<int64_t>(seqs.size()) < limit;
+         ++it) {
+      ++d_->probe.maintenance_steps;
+      seqs.push_back(std::get<2>(*it));
+    }
+    return seqs;
+  }
+
+  // Dead letters dead-lettered at or before `cutoff`, oldest first, at most
+  // `max` (0 = all).
+  std::vector<int64_t> OldestDead(int64_t queue_id, int64_t cutoff, int64_t max) {
+    return Walk(d_->dlq, queue_id, cutoff, max > 0 ? max : kMax);
+  }
+
+  void EraseDedup(const DedupKey& k) {
+    auto it = d_->dedup.find(k);
+    if (it == d_->dedup.end()) return;
+    log_.Erase(d_->dedup_expiry, DedupExpiryEntry{it->second.expires_at, k.first, k.second});
+    log_.EraseKey(d_->dedup, k);
+  }
+
+  template <class Map>
+  int64_t DropExpired(Map& map, std::set<ExpiryEntry>& expiry, int64_t now, int64_t limit) {
+    std::vector<ExpiryEntry> victims;
+    for (auto it = expiry.begin();
+         it != expiry.end() && it->first <= now && static_cast<int64_t>(victims.size()) < limit;
+         ++it) {
+      victims.push_back(*it);
+    }
+    for (const ExpiryEntry& e : victims) {
+      log_.Erase(expiry, e);
+      log_.EraseKey(map, e.second);
+    }
+    return static_cast<int64_t>(victims.size());
+  }
+
+  Data* d_;
+  const bool read_only_;
+  BusinessTables* business_;
+  UndoLog log_;
+  // Claim's watch on claim-index inserts (see Claim).
+  bool watch_ = false;
+  std::optional<Key3> watch_min_;
+};
+
+Result<MemTxn*> BusinessTables::Current(std::string_view op, std::string_view table) {
+  MemTxn* txn = txn_.load();
+  if (!txn || owner_.load() != std::this_thread::get_id()) {
+    return Status::InvalidArgument(std::string(op) +
+                                   ": used outside its Tx callback (SPEC §8: the handle is valid "
+                                   "only during the callback, on its thread)");
+  }
+  if (table.empty()) return Status::InvalidArgument(std::string(op) + ": empty table name");
+  return txn;
+}
+
+Status BusinessTables::Put(std::string_view table, std::string_view key, std::string_view value) {
+  MQLITE_ASSIGN_OR_RETURN(MemTxn * txn, Current("MemoryTxn::Put", table));
+  return txn->BusinessPut(table, key, value);
+}
+
+Result<std::optional<std::string>> BusinessTables::Get(std::string_view table,
+                                                       std::string_view key) {
+  MQLITE_ASSIGN_OR_RETURN(MemTxn * txn, Current("MemoryTxn::Get", table));
+  return txn->BusinessGet(table, key);
+}
+
+Status BusinessTables::Delete(std::string_view table, std::string_view key) {
+  MQLITE_ASSIGN_OR_RETURN(MemTxn * txn, Current("MemoryTxn::Delete", table));
+  return txn->BusinessDelete(table, key);
+}
+
+class MemoryStore final : public Store {
+ public:
+  explicit MemoryStore(std::shared_ptr<MemoryDatabase> db) : db_(std::move(db)) {}
+  ~MemoryStore() override {
+    std::lock_guard<std::mutex> l(db_->mu);
+    db_->open = false;
+  }
+
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities c;
+    c.exclusive = true;
+    c.native_handle_type = kHandleType;
+    c.crash_model = "none";
+    c.name = "memory";
+    return c;
+  }
+
+  Status Run(TxnKind kind, const RunOptions& options,
+             const std::function<Status(StoreTxn&)>& body) override {
+    const bool write = kind == TxnKind::kWrite;
+    MQLITE_RETURN_IF_ERROR(Acquire(write, options));
+    MemTxn txn(&db_->data, !write, &business_);
+    if (write) business_.Bind(&txn);
+    // Rolls back and releases on every exit, an exception included.
+    struct Finish {
+      MemoryStore* store;
+      MemTxn* txn;
+      bool write;
+      bool commit = false;
+      ~Finish() {
+        if (commit) {
+          txn->Commit();
+        } else {
+          txn->Rollback();
+        }
+        if (write) store->business_.Unbind();
+        store->Release(write);
+      }
+    } finish{this, &txn, write};
+    Status s = body(txn);
+    finish.commit = s.ok();
+    return s;
+  }
+
+ private:
+  // One writer or many readers. A waiting writer holds off new readers so it
+  // cannot starve. Waiting gives up promptly — having done nothing — when the
+  // caller cancels (SPEC §10).
+  Status Acquire(bool write, const RunOptions& options) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (write) ++writers_waiting_;
+    auto free = [&] {
+      return write ? !writer_ && readers_ == 0 : !writer_ && writers_waiting_ == 0;
+    };
+    const bool got = options.deadline == std::chrono::steady_clock::time_point::max()
+                         ? cv_.wait(l, options.stop, free)
+                         : cv_.wait_until(l, options.stop, options.deadline, free);
+    if (write) --writers_waiting_;
+    if (!got) {
+      if (write) cv_.notify_all();  // readers held off by this writer may go
+      return Status::Cancelled(options.stop.stop_requested()
+                                   ? "cancelled while waiting for the memory store"
+                                   : "deadline passed while waiting for the memory store");
+    }
+    if (write) {
+      writer_ = true;
+    } else {
+      ++readers_;
+    }
+    return Status::OK();
+  }
+
+  void Release(bool write) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (write) {
+        writer_ = false;
+      } else {
+        --readers_;
+      }
+    }
+    cv_.notify_all();
+  }
+
+  std::shared_ptr<MemoryDatabase> db_;
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  bool writer_ = false;
+  int readers_ = 0;
+  int writers_waiting_ = 0;
+  BusinessTables business_;
+};
+
+}  // namespace
+}  // namespace memory_internal
+
+Result<std::unique_ptr<Store>> OpenMemoryStore(std::shared_ptr<MemoryDatabase> db) {
+  if (!db) return Status::InvalidArgument("OpenMemoryStore: the database is null");
+  {
+    std::lock_guard<std::mutex> l(db->mu);
+    if (db->open) {
+      return Status::DbLocked(
+          "OpenMemoryStore: the memory database is already open in another store (SPEC §9: "
+          "one store at a time)");
+    }
+    db->open = true;
+  }
+  return std::unique_ptr<Store>(new memory_internal::MemoryStore(std::move(db)));
+}
+
+}  // namespace mqlite

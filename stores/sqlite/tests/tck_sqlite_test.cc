@@ -1,0 +1,10 @@
+// The conformance kit (SPEC §12) on the SQLite reference store: every kit
+// suite, instantiated for SqliteTckProfile(). The SQLite-only behaviour
+// (symlinked and relative spellings of one file, the schema token, the
+// sqlite3* misuse, real processes) is tested beside this file.
+#include "mqlite/tck.h"
+#include "sqlite_profile.h"
+
+mqlite::tck::StoreProfile SqliteProfile() { return mqlite::tck::SqliteTckProfile(); }
+
+MQLITE_TCK_INSTANTIATE(Sqlite, SqliteProfile);

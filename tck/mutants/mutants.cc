@@ -1,0 +1,251 @@
+#include "mutants.h"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace mqlite::tck {
+namespace {
+
+// Finds the locked row `seq` of `queue` through the boundary (Peek), as a
+// broken store might "know" it.
+std::optional<Message> LockedRow(StoreTxn& t, const QueueRecord& q, int64_t seq) {
+  PeekOptions o;
+  o.state = MessageState::kLocked;
+  o.from_seq = seq - 1;
+  o.max_messages = 1;
+  auto r = t.Peek(q, o);
+  if (!r.ok() || r->empty() || r->front().seq != seq) return std::nullopt;
+  return r->front();
+}
+
+// A StoreWrapper whose transactions are a given StoreTxnWrapper subclass,
+// sharing one state object for the life of the store.
+template <typename Txn, typename SharedState = int>
+class MutantStore : public StoreWrapper {
+ public:
+  explicit MutantStore(std::unique_ptr<Store> target) : StoreWrapper(std::move(target)) {}
+
+ protected:
+  std::unique_ptr<StoreTxn> WrapTxn(StoreTxn* inner) override {
+    return std::make_unique<Txn>(inner, &state_);
+  }
+
+ private:
+  SharedState state_{};
+};
+
+template <typename Txn, typename SharedState = int>
+void WrapWith(StoreProfile* p) {
+  auto previous = p->wrap;
+  p->wrap = [previous](std::unique_ptr<Store> s) -> std::unique_ptr<Store> {
+    if (previous) s = previous(std::move(s));
+    return std::make_unique<MutantStore<Txn, SharedState>>(std::move(s));
+  };
+}
+
+// ---- The mutants --------------------------------------------------------------
+
+// SPEC §6: a settle must present the current token.
+struct IgnoreTokenTxn : StoreTxnWrapper {
+  IgnoreTokenTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
+    SettleRequest x = r;
+    if (auto row = LockedRow(*target(), q, r.seq)) x.token = row->lock_token;
+    return StoreTxnWrapper::Settle(q, x);
+  }
+};
+
+// SPEC §6: locked_until > now, whether or not maintenance ran.
+struct IgnoreLeaseTxn : StoreTxnWrapper {
+  IgnoreLeaseTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
+    SettleRequest x = r;
+    if (auto row = LockedRow(*target(), q, r.seq); row && row->locked_until <= r.now) {
+      x.now = row->locked_until - 1;
+    }
+    return StoreTxnWrapper::Settle(q, x);
+  }
+};
+
+// SPEC §7.2: a receipt vouches only for the identical request.
+struct AnyReceiptTxn : StoreTxnWrapper {
+  AnyReceiptTxn(StoreTxn* t, bool* any) : StoreTxnWrapper(t), any_(any) {}
+  Status PutReceipt(std::string_view key, int64_t expires_at) override {
+    *any_ = true;
+    return StoreTxnWrapper::PutReceipt(key, expires_at);
+  }
+  Result<bool> FindReceipt(std::string_view key, int64_t now) override {
+    auto r = StoreTxnWrapper::FindReceipt(key, now);
+    if (r.ok() && !*r && *any_) return true;
+    return r;
+  }
+  bool* any_;
+};
+
+// SPEC §5: group order (every message treated as ungrouped).
+struct NoGroupsTxn : StoreTxnWrapper {
+  NoGroupsTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& q,
+                                       std::span<const EnqueueItem> items) override {
+    std::vector<EnqueueItem> x(items.begin(), items.end());
+    for (auto& i : x) i.group_key.reset();
+    return StoreTxnWrapper::Enqueue(q, x);
+  }
+};
+
+// SPEC §5 / G2: exactly one claimer wins. This store hands the last claimed
+// message again to a caller who would otherwise get nothing.
+struct DupState {
+  std::mutex mu;
+  std::optional<Message> last;
+};
+struct DuplicateClaimTxn : StoreTxnWrapper {
+  DuplicateClaimTxn(StoreTxn* t, DupState* s) : StoreTxnWrapper(t), s_(s) {}
+  Result<std::vector<Message>> Claim(const QueueRecord& q, const ClaimRequest& r) override {
+    auto got = StoreTxnWrapper::Claim(q, r);
+    if (!got.ok() || r.mode != ReceiveMode::kPeekLock) return got;
+    std::lock_guard<std::mutex> l(s_->mu);
+    if (!got->empty()) {
+      s_->last = got->back();
+    } else if (s_->last && s_->last->queue == q.config.name) {
+      got->push_back(*s_->last);
+    }
+    return got;
+  }
+  DupState* s_;
+};
+
+// SPEC §7.4: the delivery count moves inside the claim.
+struct NoDeliveryCountTxn : StoreTxnWrapper {
+  NoDeliveryCountTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<std::vector<Message>> Claim(const QueueRecord& q, const ClaimRequest& r) override {
+    auto got = StoreTxnWrapper::Claim(q, r);
+    if (got.ok()) {
+      for (auto& m : *got) m.delivery_count -= 1;
+    }
+    return got;
+  }
+};
+
+// SPEC §3: TTL.
+struct NoTtlTxn : StoreTxnWrapper {
+  NoTtlTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& q,
+                                       std::span<const EnqueueItem> items) override {
+    std::vector<EnqueueItem> x(items.begin(), items.end());
+    for (auto& i : x) i.expires_at = 0;
+    return StoreTxnWrapper::Enqueue(q, x);
+  }
+};
+
+// SPEC §7.5: every acknowledged send is eventually delivered. This store
+// parks every fifth message a year in the future: acknowledged, never seen.
+struct HiddenSendTxn : StoreTxnWrapper {
+  HiddenSendTxn(StoreTxn* t, int* n) : StoreTxnWrapper(t), n_(n) {}
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& q,
+                                       std::span<const EnqueueItem> items) override {
+    std::vector<EnqueueItem> x(items.begin(), items.end());
+    for (auto& i : x) {
+      if (++*n_ % 5 == 0) {
+        i.state = MessageState::kScheduled;
+        i.visible_at = i.enqueued_at + 365LL * 24 * 3600 * 1000;
+        i.expires_at = 0;
+      }
+    }
+    return StoreTxnWrapper::Enqueue(q, x);
+  }
+  int* n_;
+};
+
+// SPEC §4: a conflicting resend must never replace the original.
+struct DedupOverwriteTxn : StoreTxnWrapper {
+  DedupOverwriteTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<std::optional<DedupRecord>> FindDedup(const QueueRecord&, std::string_view,
+                                               int64_t) override {
+    return std::optional<DedupRecord>();
+  }
+};
+
+// SPEC §6: RenewBatch never revives an expired lease.
+struct ReviveLeaseTxn : StoreTxnWrapper {
+  ReviveLeaseTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
+    SettleRequest x = r;
+    if (x.op == SettleOp::kRenew) x.now = 0;
+    return StoreTxnWrapper::Settle(q, x);
+  }
+};
+
+// SPEC §7.1: an exclusive store reclaims every orphaned lock at open.
+struct NoRecoveryTxn : StoreTxnWrapper {
+  NoRecoveryTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<int64_t> ReclaimLocks(const QueueRecord& q, int64_t now, bool all,
+                               int64_t limit) override {
+    if (all) return int64_t{0};
+    return StoreTxnWrapper::ReclaimLocks(q, now, all, limit);
+  }
+};
+
+// SPEC §6: retention bounds hold.
+struct NoRetentionTxn : StoreTxnWrapper {
+  NoRetentionTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<int64_t> EnforceRetention(const QueueRecord&, const RetentionBounds&, int64_t,
+                                   int64_t) override {
+    return int64_t{0};
+  }
+};
+
+// SPEC §8: the business write and the enqueue commit together. This profile's
+// business writes silently go nowhere.
+void DropBusinessWrites(StoreProfile* p) {
+  if (!p->business) return;
+  p->business->put = [](void*, std::string_view, std::string_view) { return Status::OK(); };
+}
+
+}  // namespace
+
+const std::vector<Mutant>& Mutants() {
+  static const auto* m = new std::vector<Mutant>{
+      {"settle-ignores-token", "a settle succeeds with any token (SPEC §6)",
+       WrapWith<IgnoreTokenTxn>},
+      {"settle-ignores-lease-expiry", "a settle succeeds after the lease expired (SPEC §6)",
+       WrapWith<IgnoreLeaseTxn>},
+      {"receipt-replays-any-request",
+       "any live receipt vouches for any failed settle (SPEC §7.2)",
+       WrapWith<AnyReceiptTxn, bool>},
+      {"claim-ignores-group-order", "group_id is not enforced (SPEC §5)", WrapWith<NoGroupsTxn>},
+      {"claim-hands-message-twice",
+       "an empty claim returns the last message claimed by someone else (SPEC §5, G2)",
+       WrapWith<DuplicateClaimTxn, DupState>},
+      {"delivery-count-not-incremented", "claims report the count before the delivery (SPEC §7.4)",
+       WrapWith<NoDeliveryCountTxn>},
+      {"ttl-ignored", "messages never expire (SPEC §3)", WrapWith<NoTtlTxn>},
+      {"send-acknowledged-not-delivered",
+       "every fifth acknowledged send is never deliverable (SPEC §7.5)",
+       WrapWith<HiddenSendTxn>},
+      {"dedup-overwrites-on-conflict",
+       "dedup records are never found, so resends replace and duplicate (SPEC §4)",
+       WrapWith<DedupOverwriteTxn>},
+      {"renew-revives-expired-lease", "Renew extends an expired lease (SPEC §6)",
+       WrapWith<ReviveLeaseTxn>},
+      {"recovery-skipped", "orphaned locks are not reclaimed at open (SPEC §7.1)",
+       WrapWith<NoRecoveryTxn>},
+      {"retention-ignored", "DLQ retention bounds are never enforced (SPEC §6)",
+       WrapWith<NoRetentionTxn>},
+      {"tx-drops-business-write",
+       "Tx commits the enqueue but not the business write (SPEC §8)", DropBusinessWrites},
+  };
+  return *m;
+}
+
+const Mutant* FindMutant(std::string_view name) {
+  for (const Mutant& m : Mutants()) {
+    if (name == m.name) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace mqlite::tck

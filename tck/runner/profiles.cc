@@ -1,0 +1,39 @@
+#include "profiles.h"
+
+#ifdef MQLITE_TCK_HAVE_SQLITE
+#include "sqlite_profile.h"
+#endif
+#ifdef MQLITE_TCK_HAVE_MEMORY
+#include "memory_profile.h"
+#endif
+
+namespace mqlite::tck {
+
+std::string KnownStores() {
+  std::string s;
+#ifdef MQLITE_TCK_HAVE_SQLITE
+  s += "sqlite[:DIR] ";
+#endif
+#ifdef MQLITE_TCK_HAVE_MEMORY
+  s += "memory ";
+#endif
+  return s.empty() ? "(none built)" : s;
+}
+
+Result<StoreProfile> MakeProfile(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+#ifdef MQLITE_TCK_HAVE_SQLITE
+  if (name == "sqlite") return SqliteTckProfile(arg);
+#endif
+#ifdef MQLITE_TCK_HAVE_MEMORY
+  if (name == "memory") {
+    if (!arg.empty()) return Status::InvalidArgument("the memory store takes no argument");
+    return MemoryTckProfile();
+  }
+#endif
+  return Status::InvalidArgument("unknown store '" + name + "' (built: " + KnownStores() + ")");
+}
+
+}  // namespace mqlite::tck

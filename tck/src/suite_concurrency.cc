@@ -1,0 +1,803 @@
+// TckConcurrency — many threads on one engine (SPEC §9: every method is
+// thread-safe), long-poll wake-ups (§5), Close during calls (§9) and
+// cancellation and deadlines (§10).
+//
+// The exclusivity oracles live OUTSIDE the engine: a mutex-protected map of
+// which consumer holds which seq. These tests also run under ThreadSanitizer
+// (ctest label `concurrency`), so sizes are bounded to finish in seconds there
+// too. Leases are driven by the fixture's ManualClock, which the workers never
+// move, so no lease expires behind the oracle's back.
+//
+// The only wall-clock reads are (a) generous bounds that turn a hang into a
+// failure and (b) checks that a waiting call returned BEFORE its own wait ran
+// out, which is the behaviour under test (SPEC §5, §9, §10), not a
+// performance budget.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "mqlite/engine.h"
+#include "mqlite/tck.h"
+#include "mqlite/types.h"
+#include "suite_util.h"
+
+namespace mqlite::tck {
+
+int AnchorConcurrency() { return 0; }
+
+namespace {
+
+using namespace ::mqlite::tck::suite;  // NOLINT(build/namespaces)
+
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Turns a hang into a failure; far above what the tests need even under TSan.
+constexpr auto kHangBound = std::chrono::seconds(120);
+// "Returned long before the 20 s wait": a functional check, not a perf budget.
+constexpr auto kFunctionalBound = std::chrono::seconds(10);
+
+// Thread-safe collection of failures seen on worker threads, reported on the
+// main thread.
+class Errors {
+ public:
+  void Add(const std::string& e) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (errors_.size() < 20) errors_.push_back(e);
+    ++count_;
+    any_.store(true);
+  }
+  // Lets workers stop early instead of running into the hang bound.
+  bool any() const { return any_.load(); }
+  void ExpectNone() {
+    std::lock_guard<std::mutex> l(mu_);
+    EXPECT_EQ(count_, 0) << "first errors:\n" << Join();
+  }
+
+ private:
+  std::string Join() const {
+    std::string out;
+    for (const std::string& e : errors_) out += "  " + e + "\n";
+    return out;
+  }
+  std::mutex mu_;
+  std::vector<std::string> errors_;
+  int count_ = 0;
+  std::atomic<bool> any_{false};
+};
+
+ReceiveOptions Wait(int64_t wait_ms) {
+  ReceiveOptions o;
+  o.max_messages = 1;
+  o.wait_ms = wait_ms;
+  return o;
+}
+
+CallOptions Stopped() {
+  static std::stop_source src = [] {
+    std::stop_source s;
+    s.request_stop();
+    return s;
+  }();
+  CallOptions c;
+  c.stop_token = src.get_token();
+  return c;
+}
+
+CallOptions PastDeadline() {
+  CallOptions c;
+  c.deadline = Steady::now() - milliseconds(1);
+  return c;
+}
+
+// ---- exclusivity oracle (SPEC §5 G2, §6, §9) -----------------------------------------------
+
+TEST_P(TckConcurrency, Spec9_NoMessageIsHeldByTwoConsumersAndEachIsCompletedOnce) {
+  // Background maintenance on, so its thread races with the workers too.
+  engine_options().background_maintenance = true;
+  engine_options().maintenance_interval_ms = 20;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  Engine& e = engine();
+  // A long lease so no lease expires during the run, even under TSan.
+  MQ_ASSERT_OK(e.CreateQueue({.name = "work", .lock_duration_ms = 600'000}));
+
+  constexpr int kProducers = 4;
+  constexpr int kConsumers = 4;
+  constexpr int kPerProducer = 500;
+  constexpr int kTotal = kProducers * kPerProducer;
+
+  Errors errors;
+  std::mutex mu;                       // guards the oracle below
+  std::map<int64_t, int> holder;       // seq → consumer holding its lease
+  std::map<int64_t, int> completions;  // seq → successful completes
+  std::set<int64_t> sent;              // seqs acknowledged to producers
+  std::map<int64_t, int> abandoned;    // seq → abandons
+  std::atomic<int> completed{0};
+  std::atomic<int> double_holds{0};
+  const auto deadline = Steady::now() + kHangBound;
+
+  auto producer = [&](int p) {
+    int i = 0;
+    while (i < kPerProducer) {
+      if (i % 2 == 0 && i + 10 <= kPerProducer) {
+        std::vector<OutgoingMessage> batch;
+        for (int j = 0; j < 10; ++j) {
+          batch.push_back({.body = "p" + std::to_string(p) + "-" + std::to_string(i + j)});
+        }
+        Result<std::vector<int64_t>> seqs = e.SendBatch("work", batch);
+        if (!seqs.has_value()) {
+          errors.Add("SendBatch: " + seqs.status().ToString());
+          return;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        for (int64_t s : *seqs) {
+          if (!sent.insert(s).second) errors.Add("seq assigned twice: " + std::to_string(s));
+        }
+        i += 10;
+      } else {
+        Result<int64_t> seq =
+            e.Send("work", {.body = "p" + std::to_string(p) + "-" + std::to_string(i)});
+        if (!seq.has_value()) {
+          errors.Add("Send: " + seq.status().ToString());
+          return;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        if (!sent.insert(*seq).second) errors.Add("seq assigned twice: " + std::to_string(*seq));
+        ++i;
+      }
+    }
+  };
+
+  auto consumer = [&](int c) {
+    const bool use_batch = c % 2 == 0;
+    while (completed.load() < kTotal && !errors.any() && Steady::now() < deadline) {
+      Result<std::vector<Message>> got = e.Receive("work", {.max_messages = 8, .wait_ms = 50});
+      if (!got.has_value()) {
+        errors.Add("Receive: " + got.status().ToString());
+        return;
+      }
+      std::vector<SettleItem> to_complete;
+      for (const Message& m : *got) {
+        {
+          std::lock_guard<std::mutex> l(mu);
+          auto [it, inserted] = holder.emplace(m.seq, c);
+          if (!inserted) {
+            ++double_holds;
+            errors.Add("seq " + std::to_string(m.seq) + " held by consumers " +
+                       std::to_string(it->second) + " and " + std::to_string(c));
+            continue;
+          }
+        }
+        if (m.state != MessageState::kLocked || m.lock_token.empty()) {
+          errors.Add("received seq " + std::to_string(m.seq) + " not locked");
+        }
+        if (m.delivery_count == 1 && m.seq % 7 == 0) {
+          // Give it back once: the oracle forgets the holder BEFORE the lease is
+          // released, so a redelivery to someone else is never a false alarm.
+          {
+            std::lock_guard<std::mutex> l(mu);
+            holder.erase(m.seq);
+            ++abandoned[m.seq];
+          }
+          Status s = e.Abandon("work", m.seq, m.lock_token);
+          if (!s.ok()) errors.Add("Abandon " + std::to_string(m.seq) + ": " + s.ToString());
+          continue;
+        }
+        if (m.seq % 11 == 0) {
+          Result<int64_t> until = e.Renew("work", m.seq, m.lock_token);
+          if (!until.has_value()) {
+            errors.Add("Renew " + std::to_string(m.seq) + ": " + until.status().ToString());
+          }
+        }
+        to_complete.push_back({m.seq, m.lock_token});
+      }
+      std::vector<Status> results;
+      if (use_batch && !to_complete.empty()) {
+        Result<std::vector<Status>> r = e.CompleteBatch("work", to_complete);
+        if (!r.has_value()) {
+          errors.Add("CompleteBatch: " + r.status().ToString());
+          return;
+        }
+        results = std::move(*r);
+      } else {
+        for (const SettleItem& it : to_complete) {
+          results.push_back(e.Complete("work", it.seq, it.token));
+        }
+      }
+      if (results.size() != to_complete.size()) {
+        errors.Add("CompleteBatch returned " + std::to_string(results.size()) + " results for " +
+                   std::to_string(to_complete.size()) + " items");
+        return;
+      }
+      for (size_t i = 0; i < to_complete.size(); ++i) {
+        const int64_t seq = to_complete[i].seq;
+        if (!results[i].ok()) {
+          errors.Add("Complete " + std::to_string(seq) + ": " + results[i].ToString());
+          continue;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        holder.erase(seq);
+        ++completions[seq];
+        ++completed;
+      }
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kConsumers; ++c) threads.emplace_back(consumer, c);
+  for (int p = 0; p < kProducers; ++p) threads.emplace_back(producer, p);
+  for (std::thread& t : threads) t.join();
+
+  errors.ExpectNone();
+  EXPECT_EQ(double_holds.load(), 0);
+  EXPECT_EQ(sent.size(), static_cast<size_t>(kTotal));
+  EXPECT_EQ(completed.load(), kTotal);
+  EXPECT_EQ(completions.size(), sent.size());
+  for (const auto& [seq, n] : completions) {
+    EXPECT_EQ(n, 1) << "seq " << seq << " completed " << n << " times";
+    EXPECT_EQ(sent.count(seq), 1u) << "completed seq " << seq << " was never sent";
+  }
+  EXPECT_TRUE(holder.empty());
+  EXPECT_FALSE(abandoned.empty());
+  for (const auto& [seq, n] : abandoned) EXPECT_EQ(n, 1) << seq;
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, e.Stats("work"));
+  EXPECT_EQ(st.total, 0);
+  MQ_EXPECT_OK(e.Close());
+}
+
+TEST_P(TckConcurrency, Spec5_ReceiveAndDeleteDeliversEachMessageOnce) {
+  // Background maintenance on, so its thread races with the workers too.
+  engine_options().background_maintenance = true;
+  engine_options().maintenance_interval_ms = 20;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  Engine& e = engine();
+  MQ_ASSERT_OK(e.CreateQueue({.name = "rd"}));
+  constexpr int kProducers = 4;
+  constexpr int kPerProducer = 250;
+  constexpr int kTotal = kProducers * kPerProducer;
+  Errors errors;
+  std::mutex mu;
+  std::multiset<int64_t> received;
+  std::set<int64_t> sent;
+  std::atomic<int> count{0};
+  const auto deadline = Steady::now() + kHangBound;
+
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 4; ++c) {
+    threads.emplace_back([&] {
+      while (count.load() < kTotal && !errors.any() && Steady::now() < deadline) {
+        Result<std::vector<Message>> got = e.Receive(
+            "rd", {.max_messages = 16, .mode = ReceiveMode::kReceiveAndDelete, .wait_ms = 50});
+        if (!got.has_value()) {
+          errors.Add("Receive: " + got.status().ToString());
+          return;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        for (const Message& m : *got) {
+          if (!m.lock_token.empty()) errors.Add("R&D message carries a token");
+          received.insert(m.seq);
+          ++count;
+        }
+      }
+    });
+  }
+  for (int p = 0; p < kProducers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        Result<int64_t> seq = e.Send("rd", {.body = std::to_string(p * 1000 + i)});
+        if (!seq.has_value()) {
+          errors.Add("Send: " + seq.status().ToString());
+          return;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        sent.insert(*seq);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  errors.ExpectNone();
+  EXPECT_EQ(received.size(), static_cast<size_t>(kTotal));
+  EXPECT_EQ(std::set<int64_t>(received.begin(), received.end()), sent);
+  for (int64_t s : sent) EXPECT_EQ(received.count(s), 1u) << "seq " << s;
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, e.Stats("rd"));
+  EXPECT_EQ(st.total, 0);
+}
+
+// ---- group order under concurrency (SPEC §5) ---------------------------------------------
+
+TEST_P(TckConcurrency, Spec5_GroupsStayInOrderWithOneInFlightUnderConcurrentConsumers) {
+  // Background maintenance on, so its thread races with the workers too.
+  engine_options().background_maintenance = true;
+  engine_options().maintenance_interval_ms = 20;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  Engine& e = engine();
+  MQ_ASSERT_OK(e.CreateQueue(
+      {.name = "groups", .lock_duration_ms = 600'000, .ordering = Ordering::kGroupFifo}));
+  constexpr int kGroups = 8;
+  constexpr int kPerGroup = 40;
+  std::map<std::string, std::vector<int64_t>> want;  // group → seqs in send order
+  for (int i = 0; i < kGroups * kPerGroup; ++i) {
+    std::string g = "g" + std::to_string(i % kGroups);
+    MQ_ASSERT_OK_AND_ASSIGN(
+        int64_t seq,
+        e.Send("groups", {.body = std::to_string(i), .group_id = g, .priority = i % 10}));
+    want[g].push_back(seq);
+  }
+
+  Errors errors;
+  std::mutex mu;
+  std::map<std::string, int64_t> in_flight;          // group → seq held
+  std::map<std::string, std::vector<int64_t>> done;  // group → completion order
+  std::atomic<int> completed{0};
+  const int total = kGroups * kPerGroup;
+  const auto deadline = Steady::now() + kHangBound;
+
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 4; ++c) {
+    threads.emplace_back([&, c] {
+      while (completed.load() < total && !errors.any() && Steady::now() < deadline) {
+        Result<std::vector<Message>> got = e.Receive("groups", {.max_messages = 4, .wait_ms = 50});
+        if (!got.has_value()) {
+          errors.Add("Receive: " + got.status().ToString());
+          return;
+        }
+        std::set<std::string> in_batch;
+        for (const Message& m : *got) {
+          const std::string g = m.group_id.value_or("<none>");
+          if (!in_batch.insert(g).second) errors.Add("two messages of " + g + " in one batch");
+          {
+            std::lock_guard<std::mutex> l(mu);
+            auto [it, inserted] = in_flight.emplace(g, m.seq);
+            if (!inserted) {
+              errors.Add("group " + g + " has " + std::to_string(it->second) + " and " +
+                         std::to_string(m.seq) + " in flight");
+              continue;
+            }
+          }
+          if (m.delivery_count == 1 && (m.seq + c) % 5 == 0) {
+            {
+              std::lock_guard<std::mutex> l(mu);
+              in_flight.erase(g);
+            }
+            Status s = e.Abandon("groups", m.seq, m.lock_token);
+            if (!s.ok()) errors.Add("Abandon: " + s.ToString());
+            continue;
+          }
+          // Record the completion order while this consumer still holds the
+          // group, and release the oracle's entry BEFORE the lease ends: the
+          // next member may be claimed the instant Complete commits.
+          {
+            std::lock_guard<std::mutex> l(mu);
+            done[g].push_back(m.seq);
+            in_flight.erase(g);
+          }
+          Status s = e.Complete("groups", m.seq, m.lock_token);
+          if (!s.ok()) errors.Add("Complete: " + s.ToString());
+          ++completed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  errors.ExpectNone();
+  EXPECT_EQ(completed.load(), total);
+  EXPECT_EQ(done, want) << "each group completed in seq order";
+}
+
+// ---- long-poll and Close (SPEC §5, §9) ------------------------------------------------------
+
+TEST_P(TckConcurrency, Spec9_CloseWakesBlockedLongPollsWithClosed) {
+  Engine& e = engine();
+  MQ_ASSERT_OK(e.CreateQueue({.name = "empty"}));
+
+  constexpr int kWaiters = 3;
+  constexpr int64_t kWaitMs = 20'000;
+  std::atomic<int> entered{0};
+  std::vector<Status> results(kWaiters);
+  std::vector<std::chrono::milliseconds> elapsed(kWaiters);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      auto start = Steady::now();
+      ++entered;
+      Result<std::vector<Message>> r = e.Receive("empty", {.max_messages = 1, .wait_ms = kWaitMs});
+      elapsed[i] = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
+      results[i] = r.status();
+    });
+  }
+  while (entered.load() < kWaiters) std::this_thread::yield();
+  // Not needed for correctness (a call that starts after Close also gets
+  // Closed); it only makes it likely the waiters are already blocked.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  MQ_EXPECT_OK(e.Close());
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kWaiters; ++i) {
+    MQ_EXPECT_CODE(results[i], kClosed) << "waiter " << i;
+    // Woken by Close, not by the end of its own 20 s wait.
+    EXPECT_LT(elapsed[i].count(), kWaitMs) << "waiter " << i;
+  }
+}
+
+TEST_P(TckConcurrency, Spec5_LongPollIsWokenByASend) {
+  Engine& e = engine();
+  MQ_ASSERT_OK(e.CreateQueue({.name = "q"}));
+  constexpr int64_t kWaitMs = 20'000;
+  std::atomic<bool> entered{false};
+  Result<std::vector<Message>> got = Status::Internal("not run");
+  std::chrono::milliseconds elapsed{0};
+  std::thread waiter([&] {
+    auto start = Steady::now();
+    entered = true;
+    got = e.Receive("q", {.max_messages = 4, .wait_ms = kWaitMs});
+    elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
+  });
+  while (!entered.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, e.Send("q", {.body = "wake up"}));
+  waiter.join();
+  MQ_ASSERT_OK(got);
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].seq, seq);
+  EXPECT_EQ((*got)[0].state, MessageState::kLocked);
+  EXPECT_LT(elapsed.count(), kWaitMs) << "woken by the send, not by the end of the wait";
+}
+
+TEST_P(TckConcurrency, Spec9_CloseDuringSendsKeepsEveryAcknowledgedSend) {
+  // Background maintenance on, so its thread races with the workers too.
+  engine_options().background_maintenance = true;
+  engine_options().maintenance_interval_ms = 20;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  Engine& e = engine();
+  MQ_ASSERT_OK(e.CreateQueue({.name = "q"}));
+  constexpr int kThreads = 4;
+  std::mutex mu;
+  std::map<int64_t, std::string> acked;
+  std::vector<Status> final_status(kThreads);
+  std::atomic<int> count{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 1'000'000; ++i) {
+        std::string body = "t" + std::to_string(t) + "-" + std::to_string(i);
+        Result<int64_t> seq = e.Send("q", {.body = body});
+        if (!seq.has_value()) {
+          final_status[t] = seq.status();
+          return;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        acked.emplace(*seq, body);
+        ++count;
+      }
+    });
+  }
+  const auto deadline = Steady::now() + kHangBound;
+  while (count.load() < 200 && Steady::now() < deadline) std::this_thread::yield();
+  ASSERT_GE(count.load(), 200) << "senders made no progress";
+  MQ_ASSERT_OK(e.Close());
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    MQ_EXPECT_CODE(final_status[t], kClosed) << "thread " << t;
+  }
+
+  engine_options().background_maintenance = false;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  Engine& reopened = engine();
+  PeekOptions p;
+  p.max_messages = 1'000;
+  std::map<int64_t, std::string> stored;
+  for (;;) {
+    MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> page, reopened.Peek("q", p));
+    if (page.empty()) break;
+    p.from_seq = page.back().seq;
+    for (const Message& m : page) stored.emplace(m.seq, m.body);
+  }
+  EXPECT_EQ(stored, acked) << "every acknowledged send is stored; nothing else is";
+}
+
+// ---- long-poll (SPEC §5) --------------------------------------------------------------------
+
+TEST_P(TckConcurrency, Spec5_WaitingReceiveIsWokenBySendFromAnotherThread) {
+  // SPEC §5
+  MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
+  std::promise<void> started;
+  auto started_f = started.get_future();
+  auto fut = std::async(std::launch::async, [&] {
+    started.set_value();
+    const auto t0 = Steady::now();
+    Result<std::vector<Message>> r = engine().Receive("lp", Wait(20'000));
+    return std::make_pair(std::move(r), Steady::now() - t0);
+  });
+  started_f.wait();
+  // Give the receiver a moment to start waiting (if it has not, the message
+  // is simply there when it looks: same observable result).
+  std::this_thread::sleep_for(milliseconds(100));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, SendBody(engine(), "lp", "wake up"));
+
+  ASSERT_EQ(fut.wait_for(kFunctionalBound), std::future_status::ready)
+      << "Receive(wait 20 s) was not woken by the Send";
+  auto [r, took] = fut.get();
+  MQ_ASSERT_OK(r);
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].seq, seq);
+  EXPECT_EQ((*r)[0].body, "wake up");
+  EXPECT_FALSE((*r)[0].lock_token.empty());
+  EXPECT_LT(took, kFunctionalBound);
+}
+
+TEST_P(TckConcurrency, Spec5_Spec9_CloseWakesAWaitingReceiveWithClosed) {
+  // SPEC §5, §9
+  MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
+  std::promise<void> started;
+  auto started_f = started.get_future();
+  auto fut = std::async(std::launch::async, [&] {
+    started.set_value();
+    const auto t0 = Steady::now();
+    Result<std::vector<Message>> r = engine().Receive("lp", Wait(20'000));
+    return std::make_pair(r.status(), Steady::now() - t0);
+  });
+  started_f.wait();
+  std::this_thread::sleep_for(milliseconds(100));
+  MQ_ASSERT_OK(engine().Close());
+
+  ASSERT_EQ(fut.wait_for(kFunctionalBound), std::future_status::ready)
+      << "Receive(wait 20 s) was not woken by Close";
+  auto [s, took] = fut.get();
+  MQ_EXPECT_CODE(s, kClosed);
+  EXPECT_LT(took, kFunctionalBound);
+  // Later calls are fenced too.
+  MQ_EXPECT_CODE(engine().Receive("lp", Wait(0)), kClosed);
+}
+
+TEST_P(TckConcurrency, Spec5_ShortWaitOnEmptyQueueReturnsEmptyOk) {
+  // SPEC §5
+  MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
+  const auto t0 = Steady::now();
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got, engine().Receive("lp", Wait(200)));
+  EXPECT_TRUE(got.empty());
+  // It did wait (the wait is real time), and returned once it ended.
+  EXPECT_GE(Steady::now() - t0, milliseconds(190));
+}
+
+TEST_P(TckConcurrency, Spec5_WaitOver20SecondsIsInvalidArgument) {
+  // SPEC §5: wait ≤ 20 s.
+  MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
+  MQ_ASSERT_OK(SendBody(engine(), "lp", "present"));
+  MQ_EXPECT_CODE(engine().Receive("lp", Wait(20'001)), kInvalidArgument);
+  MQ_EXPECT_CODE(engine().Receive("lp", Wait(-1)), kInvalidArgument);
+  // Nothing was claimed by the refused calls; exactly 20 s is accepted.
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf(engine(), "lp"));
+  EXPECT_EQ(st.active, 1);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got, engine().Receive("lp", Wait(20'000)));
+  EXPECT_EQ(got.size(), 1u);
+}
+
+TEST_P(TckConcurrency, Spec5_Spec2_WaiterReceivesOnlyFromItsOwnQueue) {
+  // SPEC §5, §2: a send to another queue does not hand the waiter a message
+  // from that queue.
+  MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
+  MQ_ASSERT_OK(CreateQueue(engine(), "other"));
+  auto fut = std::async(std::launch::async, [&] { return engine().Receive("lp", Wait(20'000)); });
+  std::this_thread::sleep_for(milliseconds(100));
+  MQ_ASSERT_OK(SendBody(engine(), "other", "not for lp"));
+  std::this_thread::sleep_for(milliseconds(300));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, SendBody(engine(), "lp", "for lp"));
+  ASSERT_EQ(fut.wait_for(kFunctionalBound), std::future_status::ready);
+  Result<std::vector<Message>> r = fut.get();
+  MQ_ASSERT_OK(r);
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].seq, seq);
+  EXPECT_EQ((*r)[0].queue, "lp");
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf(engine(), "other"));
+  EXPECT_EQ(st.active, 1);
+}
+
+TEST_P(TckConcurrency, Spec5_WaiterIsWokenWhenASettleUnblocksItsGroup) {
+  // SPEC §5: a group member becomes eligible when its head is completed.
+  MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
+  MQ_ASSERT_OK(SendBody(engine(), "lp", "unused"));  // keep seqs non-trivial
+  MQ_ASSERT_OK_AND_ASSIGN(Message u, ReceiveOne(engine(), "lp"));
+  OutgoingMessage g1, g2;
+  g1.body = "g1";
+  g1.group_id = "G";
+  g2.body = "g2";
+  g2.group_id = "G";
+  MQ_ASSERT_OK(engine().Send("lp", g1));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t s2, engine().Send("lp", g2));
+  MQ_ASSERT_OK_AND_ASSIGN(Message head, ReceiveOne(engine(), "lp"));
+  ASSERT_EQ(head.body, "g1");
+
+  auto fut = std::async(std::launch::async, [&] { return engine().Receive("lp", Wait(20'000)); });
+  std::this_thread::sleep_for(milliseconds(100));
+  MQ_ASSERT_OK(engine().Complete("lp", head.seq, head.lock_token));
+  ASSERT_EQ(fut.wait_for(kFunctionalBound), std::future_status::ready);
+  Result<std::vector<Message>> r = fut.get();
+  MQ_ASSERT_OK(r);
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].seq, s2);
+  MQ_EXPECT_OK(engine().Complete("lp", u.seq, u.lock_token));
+}
+
+// ---- cancellation and deadlines (SPEC §10) ----------------------------------------------------
+
+TEST_P(TckConcurrency, Spec10_StopRequestedBeforeSendWritesNothing) {
+  // SPEC §10
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  MQ_EXPECT_CODE(engine().Send("cq", Out("never"), Stopped()), kCancelled);
+  std::vector<OutgoingMessage> batch = {Out("a"), Out("b")};
+  MQ_EXPECT_CODE(engine().SendBatch("cq", batch, Stopped()), kCancelled);
+  EXPECT_EQ(Total(engine(), "cq"), 0);
+}
+
+TEST_P(TckConcurrency, Spec10_StopRequestedBeforeReceiveClaimsNothing) {
+  // SPEC §10
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, SendBody(engine(), "cq", "m"));
+  ReceiveOptions o;
+  o.max_messages = 10;
+  MQ_EXPECT_CODE(engine().Receive("cq", o, Stopped()), kCancelled);
+  o.mode = ReceiveMode::kReceiveAndDelete;
+  MQ_EXPECT_CODE(engine().Receive("cq", o, Stopped()), kCancelled);
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, Find(engine(), "cq", seq));
+  EXPECT_EQ(m.state, MessageState::kActive);
+  EXPECT_EQ(m.delivery_count, 0);
+  EXPECT_EQ(Total(engine(), "cq"), 1);
+}
+
+TEST_P(TckConcurrency, Spec10_StopRequestedBeforeCompleteSettlesNothing) {
+  // SPEC §10
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  MQ_ASSERT_OK(SendBody(engine(), "cq", "m"));
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne(engine(), "cq"));
+  MQ_EXPECT_CODE(engine().Complete("cq", m.seq, m.lock_token, Stopped()), kCancelled);
+  MQ_EXPECT_CODE(engine().Abandon("cq", m.seq, m.lock_token, 0, Stopped()), kCancelled);
+  MQ_EXPECT_CODE(engine().Reject("cq", m.seq, m.lock_token, "r", "", Stopped()), kCancelled);
+  MQ_EXPECT_CODE(engine().Defer("cq", m.seq, m.lock_token, Stopped()), kCancelled);
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find(engine(), "cq", m.seq));
+  EXPECT_EQ(still.state, MessageState::kLocked);
+  EXPECT_EQ(still.lock_token, m.lock_token);
+  // The cancelled settles changed nothing: the lease still completes.
+  MQ_EXPECT_OK(engine().Complete("cq", m.seq, m.lock_token));
+  EXPECT_EQ(Total(engine(), "cq"), 0);
+}
+
+TEST_P(TckConcurrency, Spec10_PastDeadlineIsCancelledAndExecutesNothing) {
+  // SPEC §10
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  MQ_EXPECT_CODE(engine().Send("cq", Out("never"), CallOptions::Timeout(-1)), kCancelled);
+  MQ_EXPECT_CODE(engine().Send("cq", Out("never"), PastDeadline()), kCancelled);
+  EXPECT_EQ(Total(engine(), "cq"), 0);
+
+  MQ_ASSERT_OK(SendBody(engine(), "cq", "m"));
+  ReceiveOptions o;
+  MQ_EXPECT_CODE(engine().Receive("cq", o, CallOptions::Timeout(-1)), kCancelled);
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf(engine(), "cq"));
+  EXPECT_EQ(st.active, 1);
+  EXPECT_EQ(st.locked, 0);
+
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne(engine(), "cq"));
+  MQ_EXPECT_CODE(engine().Complete("cq", m.seq, m.lock_token, PastDeadline()), kCancelled);
+  MQ_EXPECT_CODE(engine().Tx([](TxContext&) { return Status::OK(); }, PastDeadline()), kCancelled);
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find(engine(), "cq", m.seq));
+  EXPECT_EQ(still.state, MessageState::kLocked);
+}
+
+TEST_P(TckConcurrency, Spec10_Spec5_LongPollIsCancelledPromptlyByStopSource) {
+  // SPEC §10, §5
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  std::stop_source src;
+  CallOptions call;
+  call.stop_token = src.get_token();
+  ReceiveOptions o;
+  o.wait_ms = 20'000;
+  auto fut = std::async(std::launch::async, [&] {
+    const auto t0 = Steady::now();
+    Result<std::vector<Message>> r = engine().Receive("cq", o, call);
+    return std::make_pair(r.status(), Steady::now() - t0);
+  });
+  std::this_thread::sleep_for(milliseconds(150));
+  src.request_stop();
+  ASSERT_EQ(fut.wait_for(kFunctionalBound), std::future_status::ready)
+      << "a 20 s long-poll ignored request_stop()";
+  auto [s, took] = fut.get();
+  MQ_EXPECT_CODE(s, kCancelled);
+  EXPECT_LT(took, kFunctionalBound);
+  // A message sent afterwards was not claimed by the cancelled call.
+  MQ_ASSERT_OK(SendBody(engine(), "cq", "later"));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, StatsOf(engine(), "cq"));
+  EXPECT_EQ(st.active, 1);
+}
+
+TEST_P(TckConcurrency, Spec10_LongPollDeadlineEndsTheWaitWithCancelled) {
+  // SPEC §10: a deadline shorter than the wait ends it with Cancelled.
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  ReceiveOptions o;
+  o.wait_ms = 20'000;
+  const auto t0 = Steady::now();
+  MQ_EXPECT_CODE(engine().Receive("cq", o, CallOptions::Timeout(200)), kCancelled);
+  EXPECT_LT(Steady::now() - t0, kFunctionalBound);
+}
+
+TEST_P(TckConcurrency, Spec10_CallWaitingForTheWriterIsCancelledAndWritesNothing) {
+  // Only a store that serialises writers makes a call wait for the writer
+  // (the embedded, exclusive stores); a shared store runs it concurrently.
+  if (SkipUnlessExclusive()) return;
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  // SPEC §10, §9: thread 1 holds the single writer (a Tx blocked in its
+  // callback); thread 2's Send with a 100 ms deadline gives up with Cancelled.
+  std::promise<void> inside;
+  std::promise<void> release;
+  std::shared_future<void> release_f = release.get_future().share();
+  auto holder = std::async(std::launch::async, [&] {
+    return engine().Tx([&](TxContext& tx) -> Status {
+      MQLITE_RETURN_IF_ERROR(tx.Send("cq", Out("from tx")).status());
+      inside.set_value();
+      release_f.wait();
+      return Status::OK();
+    });
+  });
+  inside.get_future().wait();
+
+  const auto t0 = Steady::now();
+  Status s = engine().Send("cq", Out("from waiter"), CallOptions::Timeout(100)).status();
+  const auto took = Steady::now() - t0;
+  release.set_value();
+  MQ_ASSERT_OK(holder.get());
+
+  MQ_EXPECT_CODE(s, kCancelled);
+  EXPECT_LT(took, kFunctionalBound);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, PeekAllOf(engine(), "cq"));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].body, "from tx");
+}
+
+TEST_P(TckConcurrency, Spec10_StopWhileWaitingForTheWriterIsCancelled) {
+  // Only a store that serialises writers makes a call wait for the writer
+  // (the embedded, exclusive stores); a shared store runs it concurrently.
+  if (SkipUnlessExclusive()) return;
+  MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
+  // SPEC §10: the same with a stop token instead of a deadline, on a settle.
+  MQ_ASSERT_OK(SendBody(engine(), "cq", "m"));
+  MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne(engine(), "cq"));
+  std::promise<void> inside;
+  std::promise<void> release;
+  std::shared_future<void> release_f = release.get_future().share();
+  auto holder = std::async(std::launch::async, [&] {
+    return engine().Tx([&](TxContext&) -> Status {
+      inside.set_value();
+      release_f.wait();
+      return Status::OK();
+    });
+  });
+  inside.get_future().wait();
+
+  std::stop_source src;
+  CallOptions call;
+  call.stop_token = src.get_token();
+  auto waiter = std::async(std::launch::async,
+                           [&] { return engine().Complete("cq", m.seq, m.lock_token, call); });
+  std::this_thread::sleep_for(milliseconds(100));
+  src.request_stop();
+  const bool prompt = waiter.wait_for(kFunctionalBound) == std::future_status::ready;
+  release.set_value();
+  MQ_ASSERT_OK(holder.get());
+  ASSERT_TRUE(prompt) << "Complete waiting for the writer ignored request_stop()";
+  MQ_EXPECT_CODE(waiter.get(), kCancelled);
+
+  MQ_ASSERT_OK_AND_ASSIGN(Message still, Find(engine(), "cq", m.seq));
+  EXPECT_EQ(still.state, MessageState::kLocked);
+  MQ_EXPECT_OK(engine().Complete("cq", m.seq, m.lock_token));
+}
+
+}  // namespace
+}  // namespace mqlite::tck

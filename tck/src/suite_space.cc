@@ -1,0 +1,57 @@
+// SPEC §6 / G7: space freed by deletes goes back to the filesystem. Needs the
+// fixture to report its on-disk size (StoreFixture::StorageBytes); skipped
+// otherwise.
+#include <string>
+#include <vector>
+
+#include "mqlite/tck.h"
+
+namespace mqlite::tck {
+
+int AnchorSpace() { return 0; }
+
+namespace {
+
+// SPEC §6, G7: after a large backlog is drained and maintenance has run, the
+// data set shrinks back to well under half of its peak.
+TEST_P(TckLifecycle, Spec6_G7_SpaceIsReclaimedAfterDrainAndMaintenance) {
+  CloseEngine();
+  if (!fixture().StorageBytes()) {
+    GTEST_SKIP() << "capability: the fixture reports no storage size";
+  }
+  Reopen();
+  MakeQueue("space");
+  const std::string body(2048, 'x');
+  for (int batch = 0; batch < 12; ++batch) {
+    std::vector<OutgoingMessage> msgs(250);
+    for (auto& m : msgs) m.body = body;
+    auto r = engine().SendBatch("space", msgs);
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+  }
+  CloseEngine();
+  const int64_t peak = *fixture().StorageBytes();
+  Reopen();
+  for (;;) {
+    auto got = ReceiveOk("space", 256);
+    if (got.empty()) break;
+    std::vector<SettleItem> items;
+    for (const auto& m : got) items.push_back({m.seq, m.lock_token});
+    auto done = engine().CompleteBatch("space", items);
+    ASSERT_TRUE(done.ok()) << done.error().ToString();
+    for (const auto& s : *done) ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_EQ(StatsOk("space").total, 0);
+  for (int pass = 0; pass < 100; ++pass) {
+    auto r = engine().RunMaintenance();
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+    if (!r->more) break;
+  }
+  CloseEngine();
+  const int64_t after = *fixture().StorageBytes();
+  EXPECT_LT(after, peak / 2) << "peak " << peak << " bytes, after drain + maintenance " << after
+                             << " bytes: space freed by deletes was not reclaimed";
+  Reopen();
+}
+
+}  // namespace
+}  // namespace mqlite::tck

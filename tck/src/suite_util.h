@@ -1,0 +1,238 @@
+// Helpers shared by the kit's suites (tck/src/suite_*.cc): exact-status
+// assertions and thin wrappers over the public Engine API. Kit-internal: not
+// installed, not part of the porter's interface (that is mqlite/tck.h).
+//
+// Every helper takes the Engine explicitly (TckTest::engine() changes on
+// Reopen(), so nothing here keeps a reference).
+#ifndef MQLITE_TCK_SRC_SUITE_UTIL_H_
+#define MQLITE_TCK_SRC_SUITE_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mqlite/engine.h"
+#include "mqlite/status.h"
+#include "mqlite/types.h"
+
+namespace mqlite {
+
+// Readable gtest output for the values the suites compare. `static`: each
+// suite translation unit gets its own copy, so they cannot collide with a
+// porter's own PrintTo overloads at link time.
+static inline void PrintTo(StatusCode code, std::ostream* os) { *os << StatusCodeName(code); }
+static inline void PrintTo(MessageState s, std::ostream* os) { *os << MessageStateName(s); }
+static inline void PrintTo(const Status& s, std::ostream* os) { *os << s.ToString(); }
+static inline void PrintTo(const LockToken& t, std::ostream* os) { *os << t.ToHex(); }
+
+namespace tck::suite {
+
+// TckTest's ManualClock starts at ManualClock's default epoch.
+inline constexpr int64_t kT0 = 1'700'000'000'000;
+// The default lock_duration (SPEC §2).
+inline constexpr int64_t kLock = 30'000;
+
+inline ::testing::AssertionResult IsOk(const Status& s) {
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "expected OK, got " << s.ToString();
+}
+template <typename T>
+::testing::AssertionResult IsOk(const Result<T>& r) {
+  return IsOk(r.status());
+}
+
+// An exact StatusCode, never "any error".
+inline ::testing::AssertionResult HasCode(const Status& s, StatusCode want) {
+  if (s.code() == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "expected " << StatusCodeName(want) << ", got " << s.ToString();
+}
+template <typename T>
+::testing::AssertionResult HasCode(const Result<T>& r, StatusCode want) {
+  return HasCode(r.status(), want);
+}
+
+#define MQ_ASSERT_OK(expr) ASSERT_TRUE(::mqlite::tck::suite::IsOk((expr)))
+#define MQ_EXPECT_OK(expr) EXPECT_TRUE(::mqlite::tck::suite::IsOk((expr)))
+#define MQ_EXPECT_CODE(expr, code) \
+  EXPECT_TRUE(::mqlite::tck::suite::HasCode((expr), ::mqlite::StatusCode::code))
+#define MQ_ASSERT_CODE(expr, code) \
+  ASSERT_TRUE(::mqlite::tck::suite::HasCode((expr), ::mqlite::StatusCode::code))
+
+#define MQ_ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  MQ_ASSERT_OK_AND_ASSIGN_IMPL_(MQLITE_CONCAT_(mq_result_, __LINE__), lhs, expr)
+#define MQ_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                  \
+  ASSERT_TRUE(::mqlite::tck::suite::IsOk(tmp));       \
+  lhs = std::move(tmp).value()
+
+inline std::string StatsString(const QueueStats& s) {
+  std::ostringstream os;
+  os << "{active=" << s.active << " locked=" << s.locked << " deferred=" << s.deferred
+     << " scheduled=" << s.scheduled << " dead_lettered=" << s.dead_lettered << " total=" << s.total
+     << " body_bytes=" << s.body_bytes << " oldest_claimable_age_ms=" << s.oldest_claimable_age_ms
+     << "}";
+  return os.str();
+}
+
+inline ::testing::AssertionResult StatsEq(const QueueStats& a, const QueueStats& b) {
+  if (a.active == b.active && a.locked == b.locked && a.deferred == b.deferred &&
+      a.scheduled == b.scheduled && a.dead_lettered == b.dead_lettered && a.total == b.total &&
+      a.body_bytes == b.body_bytes && a.oldest_claimable_age_ms == b.oldest_claimable_age_ms) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << StatsString(a) << " != " << StatsString(b);
+}
+
+inline std::vector<int64_t> Seqs(const std::vector<Message>& ms) {
+  std::vector<int64_t> out;
+  for (const Message& m : ms) out.push_back(m.seq);
+  return out;
+}
+
+// A token that differs from `t` in one byte.
+inline LockToken Tampered(LockToken t) {
+  t.bytes[7] ^= 0x5a;
+  return t;
+}
+
+// A well-formed (non-empty) token that no claim ever issued.
+inline LockToken ForeignToken(uint8_t fill = 0x5a) {
+  LockToken t;
+  t.bytes.fill(fill);
+  return t;
+}
+
+// QueueConfig builders (`name` is filled in by CreateQueue).
+inline QueueConfig WithOrdering(Ordering o) {
+  QueueConfig c;
+  c.ordering = o;
+  return c;
+}
+inline QueueConfig WithDedup(int64_t window_ms) {
+  QueueConfig c;
+  c.dedup_window_ms = window_ms;
+  return c;
+}
+inline QueueConfig WithLock(int64_t lock_duration_ms) {
+  QueueConfig c;
+  c.lock_duration_ms = lock_duration_ms;
+  return c;
+}
+
+inline OutgoingMessage Out(std::string body) {
+  OutgoingMessage m;
+  m.body = std::move(body);
+  return m;
+}
+
+// Creates queue `name` from `config` (its name overwritten).
+inline Result<QueueConfig> CreateQueue(Engine& e, std::string_view name, QueueConfig config = {}) {
+  config.name = std::string(name);
+  return e.CreateQueue(config);
+}
+
+inline Result<int64_t> SendBody(Engine& e, std::string_view queue, std::string body) {
+  return e.Send(queue, Out(std::move(body)));
+}
+
+// Sends one message; group / priority / delay / message id optional.
+inline Result<int64_t> SendMsg(Engine& e, std::string_view queue, std::string body,
+                               std::optional<std::string> group = std::nullopt, int priority = 0,
+                               int64_t delay_ms = 0,
+                               std::optional<std::string> message_id = std::nullopt) {
+  OutgoingMessage m;
+  m.body = std::move(body);
+  m.group_id = std::move(group);
+  m.priority = priority;
+  m.delay_ms = delay_ms;
+  m.message_id = std::move(message_id);
+  return e.Send(queue, m);
+}
+
+// Receives up to `max` messages in one call.
+inline Result<std::vector<Message>> ReceiveIn(Engine& e, std::string_view queue, int max,
+                                              ReceiveMode mode) {
+  ReceiveOptions o;
+  o.max_messages = max;
+  o.mode = mode;
+  return e.Receive(queue, o);
+}
+
+// Receives (Peek-Lock) up to `max` messages in one call.
+inline Result<std::vector<Message>> ReceiveMany(Engine& e, std::string_view queue, int max) {
+  return ReceiveIn(e, queue, max, ReceiveMode::kPeekLock);
+}
+
+// Receives exactly one message (NotFound if nothing was eligible).
+inline Result<Message> ReceiveOne(Engine& e, std::string_view queue,
+                                  ReceiveMode mode = ReceiveMode::kPeekLock) {
+  Result<std::vector<Message>> got = ReceiveIn(e, queue, 1, mode);
+  if (!got.has_value()) return std::move(got).error();
+  if (got->size() != 1) {
+    return Status::NotFound("ReceiveOne got " + std::to_string(got->size()) + " messages");
+  }
+  return std::move((*got)[0]);
+}
+
+inline Result<std::vector<Message>> ReceiveAttempt(Engine& e, std::string_view queue, int max,
+                                                   std::string attempt_id,
+                                                   ReceiveMode mode = ReceiveMode::kPeekLock) {
+  ReceiveOptions o;
+  o.max_messages = max;
+  o.mode = mode;
+  o.attempt_id = std::move(attempt_id);
+  return e.Receive(queue, o);
+}
+
+// The message `seq` of `queue` as Peek sees it (NotFound if absent).
+inline Result<Message> Find(Engine& e, std::string_view queue, int64_t seq) {
+  PeekOptions o;
+  o.from_seq = seq - 1;
+  o.max_messages = 1;
+  Result<std::vector<Message>> got = e.Peek(queue, o);
+  if (!got.has_value()) return std::move(got).error();
+  if (got->empty() || (*got)[0].seq != seq) {
+    return Status::NotFound("seq " + std::to_string(seq) + " not in queue " + std::string(queue));
+  }
+  return std::move((*got)[0]);
+}
+
+// Every message of `queue` (optionally of one state), in seq order, paging
+// through Peek.
+inline Result<std::vector<Message>> PeekAllOf(Engine& e, std::string_view queue,
+                                              std::optional<MessageState> state = std::nullopt) {
+  std::vector<Message> all;
+  PeekOptions o;
+  o.state = state;
+  o.max_messages = 1000;
+  for (;;) {
+    Result<std::vector<Message>> page = e.Peek(queue, o);
+    if (!page.has_value()) return std::move(page).error();
+    if (page->empty()) break;
+    o.from_seq = page->back().seq;
+    for (Message& m : *page) all.push_back(std::move(m));
+  }
+  return all;
+}
+
+inline Result<QueueStats> StatsOf(Engine& e, std::string_view queue) { return e.Stats(queue); }
+
+// Stats(queue).total, or -1 (with a recorded failure) on error.
+inline int64_t Total(Engine& e, std::string_view queue) {
+  Result<QueueStats> s = e.Stats(queue);
+  EXPECT_TRUE(IsOk(s));
+  return s.has_value() ? s->total : -1;
+}
+
+}  // namespace tck::suite
+}  // namespace mqlite
+
+#endif  // MQLITE_TCK_SRC_SUITE_UTIL_H_
