@@ -1,3 +1,4 @@
+cmake_minimum_required(VERSION 3.25)
 # Fails unless `mqlite-tck --list-mutants` names exactly the mutants in EXPECTED.
 execute_process(COMMAND ${RUNNER} --list-mutants OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -84,6 +84,10 @@ std::vector<std::string> GuaranteesOf(std::string_view suite, std::string_view t
       Has(test, "Lease") || Has(test, "DbLocked")) {
     Add(&g, "G6");
   }
+  if (Has(test, "PerformancePins")) {
+    Add(&g, "PIN");
+    Add(&g, "G3");
+  }
   if (Has(test, "Retention") || Has(test, "Space") || Has(test, "Reclaim") || Has(test, "Purge")) {
     Add(&g, "G7");
   }

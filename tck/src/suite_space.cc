@@ -1,4 +1,5 @@
-// SPEC §6 / G7: space freed by deletes goes back to the filesystem. Needs the
+// SPEC §6 / G7 and §11: space reclaim and the store's performance pins.
+// Space: freed by deletes goes back to the filesystem. Needs the
 // fixture to report its on-disk size (StoreFixture::StorageBytes); skipped
 // otherwise.
 #include <string>
@@ -50,6 +51,20 @@ TEST_P(TckLifecycle, Spec6_G7_SpaceIsReclaimedAfterDrainAndMaintenance) {
   const int64_t after = *fixture().StorageBytes();
   EXPECT_LT(after, peak / 2) << "peak " << peak << " bytes, after drain + maintenance " << after
                              << " bytes: space freed by deletes was not reclaimed";
+  Reopen();
+}
+
+// SPEC §11: the store's own performance pins, declared by its profile.
+TEST_P(TckLifecycle, Spec11_PerformancePinsHold) {
+  if (profile().pins.empty()) {
+    GTEST_SKIP() << "capability: the profile declares no performance pins";
+  }
+  CloseEngine();
+  for (const PerfPin& pin : profile().pins) {
+    auto fresh = profile().make_fixture();
+    Status s = pin.check(*fresh);
+    EXPECT_TRUE(s.ok()) << pin.name << ": " << s.ToString();
+  }
   Reopen();
 }
 

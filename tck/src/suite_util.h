@@ -232,6 +232,57 @@ inline int64_t Total(Engine& e, std::string_view queue) {
   return s.has_value() ? s->total : -1;
 }
 
+// ---- content hashes for the integrity and crash suites (SPEC §7.5) -----------------------
+
+// The splitmix64 finalizer: a bijective 64-bit avalanche mix.
+inline uint64_t Mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+// A 64-bit content hash of `body` (every byte, NULs included, and the length),
+// kept OUTSIDE the engine so a delivered body can be checked against what was
+// sent. Not cryptographic; strong enough to catch any corruption, truncation or
+// mix-up between bodies.
+inline uint64_t BodyHash(std::string_view body) {
+  uint64_t h = Mix64(0x6d716c6974650001ULL ^ static_cast<uint64_t>(body.size()));
+  size_t i = 0;
+  auto step = [&h](uint64_t w) {
+    h ^= Mix64(w + 0x9e3779b97f4a7c15ULL);
+    h = ((h << 27) | (h >> 37)) * 0x9e3779b97f4a7c15ULL + 0x52dce729ULL;
+  };
+  for (; i + 8 <= body.size(); i += 8) {
+    uint64_t w = 0;
+    for (int b = 0; b < 8; ++b) w |= static_cast<uint64_t>(static_cast<uint8_t>(body[i + b])) << (8 * b);
+    step(w);
+  }
+  uint64_t tail = static_cast<uint64_t>(body.size() - i) << 56;
+  for (int b = 0; i + b < body.size(); ++b) {
+    tail |= static_cast<uint64_t>(static_cast<uint8_t>(body[i + b])) << (8 * b);
+  }
+  step(tail);
+  return Mix64(h);
+}
+
+// A random binary body of 0..max_len bytes from `next` (a 64-bit generator):
+// sometimes empty, sometimes NUL-heavy, always binary.
+template <typename Rng>
+std::string RandomBody(Rng& next, size_t max_len = 4096) {
+  const uint64_t shape = next() % 10;
+  size_t len = shape == 0 ? 0 : static_cast<size_t>(next() % (max_len + 1));
+  std::string body(len, '\0');
+  for (size_t i = 0; i < len; ++i) {
+    const uint64_t r = next();
+    // shape 1: about half the bytes are NUL; otherwise uniform bytes.
+    body[i] = (shape == 1 && (r & 0x100) != 0) ? '\0' : static_cast<char>(r & 0xff);
+  }
+  return body;
+}
+
 }  // namespace tck::suite
 }  // namespace mqlite
 

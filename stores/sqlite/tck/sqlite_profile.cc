@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mqlite/sqlite.h"
+#include "sqlite_pins.h"
 
 namespace mqlite::tck {
 namespace {
@@ -146,6 +147,9 @@ StoreProfile SqliteTckProfile(std::string base_dir) {
   hooks.put = Put;
   hooks.get = Get;
   p.business = std::move(hooks);
+  p.pins.push_back({"plan pins: every statement seeks its named index over an ANALYZEd 30k "
+                    "backlog (SPEC §11)",
+                    RunSqlitePlanPins});
   return p;
 }
 

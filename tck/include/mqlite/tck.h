@@ -76,6 +76,13 @@ struct BusinessHooks {
   std::function<Result<std::optional<std::string>>(void* native, std::string_view key)> get;
 };
 
+// A store-specific performance pin (SPEC §11): plans, cursor steps... run on a
+// fresh fixture with no engine open. OK = the pin holds.
+struct PerfPin {
+  std::string name;
+  std::function<Status(StoreFixture& fixture)> check;
+};
+
 struct StoreProfile {
   std::string name;  // used in test names: letters, digits, '_'
   std::function<std::unique_ptr<StoreFixture>()> make_fixture;
@@ -83,6 +90,7 @@ struct StoreProfile {
   bool exclusive = true;
   CrashModel crash = CrashModel::kProcess;
   std::optional<BusinessHooks> business;  // nullopt: §8 business-write tests skip
+  std::vector<PerfPin> pins;              // empty: the PIN grade is "untested"
   // Optional: a wrapper applied to every opened Store (the kit's own mutant
   // tests use it to prove the kit fails broken stores).
   std::function<std::unique_ptr<Store>(std::unique_ptr<Store>)> wrap;

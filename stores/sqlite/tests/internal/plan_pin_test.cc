@@ -16,100 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "backlog.h"
 #include "mqlite/engine.h"
 #include "mqlite/sqlite.h"
 #include "queries.h"
+#include "sqlite_pins.h"
 
 namespace mqlite {
 namespace {
-
-// Statement → a plan row it must contain. "" = no plan rows (plain INSERT).
-const std::map<std::string, std::vector<std::string>>& Expectations() {
-  static const auto* m = new std::map<std::string, std::vector<std::string>>{
-      {"kQueueHasMessages", {"SEARCH mqlite_messages USING COVERING INDEX mqlite_msg_state (queue_id=?)"}},
-      {"kUpdateQueue", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kInsertQueue", {}},
-      {"kGetQueue", {"SEARCH mqlite_queues USING INDEX sqlite_autoindex_mqlite_queues_1 (name=?)"}},
-      // Listing every queue is inherently a walk of the (small) queue table.
-      {"kListQueues", {"SCAN mqlite_queues USING INDEX sqlite_autoindex_mqlite_queues_1"}},
-      {"kDeleteQueueMessages", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=?)"}},
-      {"kDeleteQueueRow", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kInsertMessage", {}},
-      // One claim statement serves all three ordering modes: group order lives
-      // in the is_head flag, so the same index seek holds for each.
-      {"kClaimCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_claim (queue_id=?)"}},
-      {"kLockMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kDeleteReturning", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kAbandonDelayed", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kRenew", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kPeekState", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=? AND state=? AND seq>?)"}},
-      // Stats counts a queue's rows through the covering state index (an
-      // admin call: O(queue size), never the whole table).
-      {"kStatsCounts", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=?)"}},
-      {"kOldestClaimable", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=? AND state=?)"}},
-      {"kGetGroupId", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kRedriveInsert", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kPromoteDue", {"SEARCH mqlite_messages USING INDEX mqlite_msg_due (queue_id=? AND visible_at<?)"}},
-      {"kExpiredLeases", {"SEARCH mqlite_messages USING INDEX mqlite_msg_lease (queue_id=? AND locked_until<?)"}},
-      {"kExpiredTtl", {"SEARCH mqlite_messages USING INDEX mqlite_msg_ttl (queue_id=? AND expires_at>? AND expires_at<?)"}},
-      {"kDlqTotals", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kRetentionCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=?)"}},
-      {"kFindDedup", {"SEARCH mqlite_dedup USING PRIMARY KEY (queue_id=? AND key=?)"}},
-      {"kPutDedup", {}},
-      {"kFindReceipt", {"SEARCH mqlite_receipts USING PRIMARY KEY (key=?)"}},
-      {"kPutReceipt", {}},
-      {"kFindAttempt", {"SEARCH mqlite_attempts USING PRIMARY KEY (attempt_id=?)"}},
-      {"kPutAttempt", {}},
-      {"kExpiredDedup", {"SEARCH mqlite_dedup USING COVERING INDEX mqlite_dedup_expiry (expires_at<?)"}},
-      {"kDeleteDedup", {"SEARCH mqlite_dedup USING PRIMARY KEY (queue_id=? AND key=?)"}},
-      {"kDropReceipts", {"SEARCH mqlite_receipts USING COVERING INDEX mqlite_receipts_expiry (expires_at<?)"}},
-      {"kDropAttempts", {"SEARCH mqlite_attempts USING COVERING INDEX mqlite_attempts_expiry (expires_at<?)"}},
-      {"kLoadRef", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kGroupHasLive", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
-      {"kPromoteNextHead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
-      {"kUnlock", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kDeleteMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kDlqDecrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kDeadLetter", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kClearHead", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kDlqIncrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kOldestDead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=? AND dead_lettered_at<?)"}},
-      // Open-time only: looks for our table among the file's tables.
-      {"kFreelistCount", {}},  // a pragma: no plan
-      {"kHasMetaTable", {"SCAN sqlite_master"}},
-      {"kSchemaToken", {"SEARCH mqlite_meta USING PRIMARY KEY (key=?)"}},
-      {"kInsertSchemaToken", {}},
-  };
-  return *m;
-}
-
-// Plan rows that must never appear for any catalog statement.
-const std::vector<std::string> kForbidden = {
-    "SCAN mqlite_messages", "SCAN mqlite_dedup", "SCAN mqlite_receipts", "SCAN mqlite_attempts",
-    "TEMP B-TREE",
-};
-
-std::vector<std::string> Explain(sqlite3* db, const char* sql) {
-  std::vector<std::string> rows;
-  std::string q = std::string("EXPLAIN QUERY PLAN ") + sql;
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, q.c_str(), -1, &st, nullptr) != SQLITE_OK) {
-    rows.push_back(std::string("PREPARE FAILED: ") + sqlite3_errmsg(db));
-    return rows;
-  }
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 3)));
-  }
-  sqlite3_finalize(st);
-  return rows;
-}
-
-std::string Join(const std::vector<std::string>& rows) {
-  std::string out;
-  for (const auto& r : rows) out += "\n    " + r;
-  return out;
-}
 
 class SqlitePlanPin : public ::testing::Test {
  protected:
@@ -149,35 +62,12 @@ class SqlitePlanPin : public ::testing::Test {
 
 // SPEC §11: claim, settle, maintenance and idempotency lookups seek an index.
 TEST_F(SqlitePlanPin, EveryStatementSeeksItsNamedIndex) {
-  testing::BuildMixedBacklog(*engine_, clock_, 10'000);
+  Status built = tck::BuildMixedBacklog(*engine_, 10'000);
+  ASSERT_TRUE(built.ok()) << built.ToString();
+  clock_.Advance(1);
   WithDb([&](sqlite3* db) {
     ASSERT_EQ(sqlite3_exec(db, "ANALYZE", nullptr, nullptr, nullptr), SQLITE_OK);
-    std::set<std::string> seen;
-    for (const auto& q : internal::kAllQueries) {
-      seen.insert(q.name);
-      auto it = Expectations().find(q.name);
-      ASSERT_NE(it, Expectations().end())
-          << q.name << " has no plan expectation; pin it here.\n  plan:" << Join(Explain(db, q.sql));
-      std::vector<std::string> plan = Explain(db, q.sql);
-      for (const auto& row : plan) {
-        EXPECT_EQ(row.find("PREPARE FAILED"), std::string::npos) << q.name << ": " << row;
-        for (const auto& bad : kForbidden) {
-          EXPECT_EQ(row.find(bad), std::string::npos)
-              << q.name << " plans a '" << bad << "':" << Join(plan);
-        }
-      }
-      for (const auto& want : it->second) {
-        bool found = false;
-        for (const auto& row : plan) found |= row == want;
-        EXPECT_TRUE(found) << q.name << " does not use '" << want << "'; plan:" << Join(plan);
-      }
-      if (it->second.empty()) {
-        EXPECT_TRUE(plan.empty()) << q.name << " was pinned as plan-less:" << Join(plan);
-      }
-    }
-    for (const auto& [name, rows] : Expectations()) {
-      EXPECT_TRUE(seen.count(name)) << name << " is pinned but not in the catalog";
-    }
+    EXPECT_EQ(tck::CheckSqlitePlans(db), "");
   });
 }
 

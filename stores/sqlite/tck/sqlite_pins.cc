@@ -1,0 +1,207 @@
+#include "sqlite_pins.h"
+
+#include <sqlite3.h>
+
+#include <set>
+#include <utility>
+
+#include "mqlite/sqlite.h"
+#include "queries.h"
+
+namespace mqlite::tck {
+
+namespace {
+
+const std::vector<std::string> kForbidden = {
+    "SCAN mqlite_messages", "SCAN mqlite_dedup", "SCAN mqlite_receipts", "SCAN mqlite_attempts",
+    "TEMP B-TREE",
+};
+
+std::string Join(const std::vector<std::string>& rows) {
+  std::string out;
+  for (const auto& r : rows) out += "\n    " + r;
+  return out;
+}
+
+}  // namespace
+
+// Statement → a plan row it must contain. "" = no plan rows (plain INSERT).
+const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() {
+  static const auto* m = new std::map<std::string, std::vector<std::string>>{
+      {"kQueueHasMessages", {"SEARCH mqlite_messages USING COVERING INDEX mqlite_msg_state (queue_id=?)"}},
+      {"kUpdateQueue", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kInsertQueue", {}},
+      {"kGetQueue", {"SEARCH mqlite_queues USING INDEX sqlite_autoindex_mqlite_queues_1 (name=?)"}},
+      // Listing every queue is inherently a walk of the (small) queue table.
+      {"kListQueues", {"SCAN mqlite_queues USING INDEX sqlite_autoindex_mqlite_queues_1"}},
+      {"kDeleteQueueMessages", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=?)"}},
+      {"kDeleteQueueRow", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kInsertMessage", {}},
+      // One claim statement serves all three ordering modes: group order lives
+      // in the is_head flag, so the same index seek holds for each.
+      {"kClaimCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_claim (queue_id=?)"}},
+      {"kLockMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kDeleteReturning", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kAbandonDelayed", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kRenew", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kPeekState", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=? AND state=? AND seq>?)"}},
+      // Stats counts a queue's rows through the covering state index (an
+      // admin call: O(queue size), never the whole table).
+      {"kStatsCounts", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=?)"}},
+      {"kOldestClaimable", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=? AND state=?)"}},
+      {"kGetGroupId", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kRedriveInsert", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kPromoteDue", {"SEARCH mqlite_messages USING INDEX mqlite_msg_due (queue_id=? AND visible_at<?)"}},
+      {"kExpiredLeases", {"SEARCH mqlite_messages USING INDEX mqlite_msg_lease (queue_id=? AND locked_until<?)"}},
+      {"kExpiredTtl", {"SEARCH mqlite_messages USING INDEX mqlite_msg_ttl (queue_id=? AND expires_at>? AND expires_at<?)"}},
+      {"kDlqTotals", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kRetentionCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=?)"}},
+      {"kFindDedup", {"SEARCH mqlite_dedup USING PRIMARY KEY (queue_id=? AND key=?)"}},
+      {"kPutDedup", {}},
+      {"kFindReceipt", {"SEARCH mqlite_receipts USING PRIMARY KEY (key=?)"}},
+      {"kPutReceipt", {}},
+      {"kFindAttempt", {"SEARCH mqlite_attempts USING PRIMARY KEY (attempt_id=?)"}},
+      {"kPutAttempt", {}},
+      {"kExpiredDedup", {"SEARCH mqlite_dedup USING COVERING INDEX mqlite_dedup_expiry (expires_at<?)"}},
+      {"kDeleteDedup", {"SEARCH mqlite_dedup USING PRIMARY KEY (queue_id=? AND key=?)"}},
+      {"kDropReceipts", {"SEARCH mqlite_receipts USING COVERING INDEX mqlite_receipts_expiry (expires_at<?)"}},
+      {"kDropAttempts", {"SEARCH mqlite_attempts USING COVERING INDEX mqlite_attempts_expiry (expires_at<?)"}},
+      {"kLoadRef", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kGroupHasLive", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
+      {"kPromoteNextHead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
+      {"kUnlock", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kDeleteMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kDlqDecrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kDeadLetter", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kClearHead", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kDlqIncrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kOldestDead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=? AND dead_lettered_at<?)"}},
+      // Open-time only: looks for our table among the file's tables.
+      {"kFreelistCount", {}},  // a pragma: no plan
+      {"kHasMetaTable", {"SCAN sqlite_master"}},
+      {"kSchemaToken", {"SEARCH mqlite_meta USING PRIMARY KEY (key=?)"}},
+      {"kInsertSchemaToken", {}},
+  };
+  return *m;
+}
+
+std::vector<std::string> SqliteExplain(sqlite3* db, const char* sql) {
+  std::vector<std::string> rows;
+  std::string q = std::string("EXPLAIN QUERY PLAN ") + sql;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, q.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+    rows.push_back(std::string("PREPARE FAILED: ") + sqlite3_errmsg(db));
+    return rows;
+  }
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 3)));
+  }
+  sqlite3_finalize(st);
+  return rows;
+}
+
+std::string CheckSqlitePlans(sqlite3* db) {
+  std::string out;
+  std::set<std::string> seen;
+  for (const auto& q : internal::kAllQueries) {
+    seen.insert(q.name);
+    std::vector<std::string> plan = SqliteExplain(db, q.sql);
+    auto it = SqlitePlanExpectations().find(q.name);
+    if (it == SqlitePlanExpectations().end()) {
+      out += std::string(q.name) + " has no plan expectation; pin it." + Join(plan) + "\n";
+      continue;
+    }
+    for (const auto& row : plan) {
+      if (row.find("PREPARE FAILED") != std::string::npos) out += std::string(q.name) + ": " + row + "\n";
+      for (const auto& bad : kForbidden) {
+        if (row.find(bad) != std::string::npos) {
+          out += std::string(q.name) + " plans a '" + bad + "':" + Join(plan) + "\n";
+        }
+      }
+    }
+    for (const auto& want : it->second) {
+      bool found = false;
+      for (const auto& row : plan) found |= row == want;
+      if (!found) out += std::string(q.name) + " does not use '" + want + "'; plan:" + Join(plan) + "\n";
+    }
+    if (it->second.empty() && !plan.empty()) {
+      out += std::string(q.name) + " was pinned as plan-less:" + Join(plan) + "\n";
+    }
+  }
+  for (const auto& [name, rows] : SqlitePlanExpectations()) {
+    if (!seen.count(name)) out += name + " is pinned but not in the catalog\n";
+  }
+  return out;
+}
+
+Status BuildMixedBacklog(Engine& e, int per_queue) {
+  for (auto [name, ordering] : {std::pair{"std", Ordering::kStandard},
+                                std::pair{"gf", Ordering::kGroupFifo},
+                                std::pair{"sf", Ordering::kStrictFifo}}) {
+    QueueConfig c;
+    c.name = name;
+    c.ordering = ordering;
+    c.dedup_window_ms = 600'000;
+    MQLITE_RETURN_IF_ERROR(e.CreateQueue(c).status());
+    int sent = 0;
+    while (sent < per_queue) {
+      std::vector<OutgoingMessage> batch;
+      for (int i = 0; i < 1000 && sent < per_queue; ++i, ++sent) {
+        OutgoingMessage m;
+        m.body = std::string(name) + "-" + std::to_string(sent);
+        m.message_id = m.body;
+        m.priority = sent % 10;
+        if (ordering != Ordering::kStandard || sent % 2 == 0) {
+          m.group_id = "g" + std::to_string(sent % 50);
+        }
+        if (sent % 7 == 0) m.delay_ms = 3'600'000;  // scheduled
+        if (sent % 11 == 0) m.ttl_ms = 7'200'000;
+        batch.push_back(std::move(m));
+      }
+      MQLITE_RETURN_IF_ERROR(e.SendBatch(name, batch).status());
+    }
+    // Lock, defer, dead-letter and complete some of them.
+    for (int round = 0; round < 8; ++round) {
+      ReceiveOptions o;
+      o.max_messages = 256;
+      o.attempt_id = std::string(name) + "-attempt-" + std::to_string(round);
+      MQLITE_ASSIGN_OR_RETURN(std::vector<Message> got, e.Receive(name, o));
+      for (size_t i = 0; i < got.size(); ++i) {
+        const Message& m = got[i];
+        switch (i % 4) {
+          case 0: MQLITE_RETURN_IF_ERROR(e.Defer(name, m.seq, m.lock_token)); break;
+          case 1: MQLITE_RETURN_IF_ERROR(e.Reject(name, m.seq, m.lock_token, "bad", "pinned")); break;
+          case 2: MQLITE_RETURN_IF_ERROR(e.Complete(name, m.seq, m.lock_token)); break;
+          default: break;  // stays locked
+        }
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status RunSqlitePlanPins(StoreFixture& fixture) {
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, fixture.Open());
+  ManualClock clock;
+  EngineOptions eo;
+  eo.clock = &clock;
+  eo.background_maintenance = false;
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(std::move(store), eo));
+  MQLITE_RETURN_IF_ERROR(BuildMixedBacklog(*engine, 10'000));
+  clock.Advance(1);
+  std::string failures;
+  Status s = engine->Tx([&](TxContext& tx) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(sqlite3* db, SqliteHandle(tx));
+    if (sqlite3_exec(db, "ANALYZE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return Status::Internal(std::string("ANALYZE: ") + sqlite3_errmsg(db));
+    }
+    failures = CheckSqlitePlans(db);
+    return Status::OK();
+  });
+  MQLITE_RETURN_IF_ERROR(engine->Close());
+  MQLITE_RETURN_IF_ERROR(s);
+  if (!failures.empty()) return Status::Internal("plan pins violated:\n" + failures);
+  return Status::OK();
+}
+
+}  // namespace mqlite::tck
