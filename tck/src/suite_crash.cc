@@ -402,6 +402,7 @@ void Apply(const std::string& line, RunLog& run, Knowledge& k) {
     k.live.erase(seq);
   } else if (tag == "t") {
     run.tx_in_flight = ParseInt(in);
+    k.next_tx = std::max(k.next_tx, *run.tx_in_flight + 1);  // never reuse an index
   } else if (tag == "T") {
     const int64_t i = ParseInt(in);
     const int64_t seq = ParseInt(in);
@@ -633,8 +634,6 @@ class Crasher {
         k.max_seq = std::max(k.max_seq, by_i.at(i).seq);
       }
     }
-    // Never reuse an index, committed or not.
-    if (run.tx_in_flight) k.next_tx = std::max(k.next_tx, *run.tx_in_flight + 1);
   }
 
   // One fork/kill/reopen cycle of the random workload.

@@ -188,8 +188,10 @@ class StoreTxn {
   // ---- Enqueue (SPEC §3, §4) -------------------------------------------------
 
   // Inserts items in order, assigning each a seq strictly greater than every
-  // seq ever assigned by this store (never reused, even after deletes or a
-  // reopen; gaps allowed). All fields must round-trip byte-exact. A message
+  // seq of a committed message of this store (never reused, even after
+  // deletes or a reopen; gaps allowed). A seq handed out inside a transaction
+  // that then rolled back belonged to no message and may be assigned again
+  // (SQLite's AUTOINCREMENT behaves so); a store may also never reuse it. All fields must round-trip byte-exact. A message
   // whose group_key has no live (non-dead-lettered) member becomes its group's
   // head. Returns one seq per item.
   virtual Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
@@ -220,8 +222,12 @@ class StoreTxn {
   // Atomicity (G2): selecting and locking a message is one indivisible step —
   // two concurrent Claims, in this process or any other engine sharing the
   // store, never return the same message, and group order holds across them.
-  // Cost (SPEC §11): O(log n + k) for k returned, independent of how many
-  // blocked group members, locked, scheduled or dead rows exist.
+  // Order within one batch is exact: when a head leaves its group during the
+  // batch (expired, dead-lettered, or deleted by ReceiveAndDelete), the
+  // promoted next member competes by (priority DESC, seq) with the remaining
+  // candidates, unless its group was already taken in this batch.
+  // Cost (SPEC §11): O(k log n) for k candidates visited, independent of how
+  // many blocked group members, locked, scheduled or dead rows exist.
   virtual Result<std::vector<Message>> Claim(const QueueRecord& queue,
                                              const ClaimRequest& req) = 0;
 
@@ -333,7 +339,9 @@ class StoreTxn {
   virtual Status Savepoint(const std::function<Status(StoreTxn&)>& body) = 0;
 
   // The native transaction handle for Tx (SPEC §8), valid only during the
-  // current Run's body; nullptr if the store has none.
+  // current Run's body; nullptr if the store has none. It points to exactly
+  // the type named by StoreCapabilities::native_handle_type (for an interface
+  // type, cast to the interface pointer before converting to void*).
   virtual void* NativeHandle() { return nullptr; }
 
   // After application code ran with NativeHandle(): OK if the native
@@ -343,7 +351,9 @@ class StoreTxn {
 };
 
 enum class TxnKind : int {
-  kRead = 0,   // the body only reads (Peek, Stats, GetQueue, ListQueues)
+  // The body only reads (Peek, Stats, GetQueue, ListQueues). A write inside a
+  // read transaction is an engine bug; a store may refuse it with Internal.
+  kRead = 0,
   kWrite = 1,  // the body may write
 };
 
