@@ -325,14 +325,19 @@ struct Body {
 
 // What the parent knows, across all runs on one data set.
 struct Knowledge {
-  std::map<int64_t, Body> live;    // acknowledged sends of kQueue not known completed
-  std::map<int64_t, int32_t> dc;   // seq → delivery_count known committed
-  std::set<int64_t> completed;     // Completes known committed
-  std::map<int64_t, int64_t> tx;   // Tx i → seq, known committed
+  std::map<int64_t, Body> live;   // acknowledged sends of kQueue not known completed
+  std::map<int64_t, int32_t> dc;  // seq → delivery_count known committed
+  std::set<int64_t> completed;    // Completes known committed
+  std::map<int64_t, int64_t> tx;  // Tx i → seq, known committed
   int64_t next_tx = 1;
-  int64_t max_seq = 0;             // G1: every new seq is above this
+  int64_t max_seq = 0;  // G1: every new seq is above this
   int kills = 0;
   int clean_exits = 0;
+  // How often a kill landed with an operation in flight (and what committed).
+  int sends_in_flight = 0, sends_in_flight_committed = 0;
+  int tx_in_flight = 0, tx_in_flight_committed = 0;
+  int receives_in_flight = 0;
+  int completes_in_flight = 0;
 };
 
 // What one run reported.
@@ -359,7 +364,9 @@ void Apply(const std::string& line, RunLog& run, Knowledge& k) {
   std::istringstream in(line);
   std::string tag;
   in >> tag;
-  auto bad = [&](const std::string& why) { run.errors.push_back(why + " (report '" + line + "')"); };
+  auto bad = [&](const std::string& why) {
+    run.errors.push_back(why + " (report '" + line + "')");
+  };
   if (tag == "s") {
     Body b;
     in >> std::hex >> b.hash >> std::dec >> b.len;
@@ -433,10 +440,10 @@ struct Harness {
   ManualClock* clock;
   const StoreProfile* profile;
 };
-#define MQ_CRASH_HARNESS()                                                              \
-  Harness {                                                                             \
-    [this]() -> Engine& { return engine(); }, [this] { return OpenEngine(); },          \
-        [this] { Reopen(); }, [this] { CloseEngine(); }, &clock(), &profile()           \
+#define MQ_CRASH_HARNESS()                                                     \
+  Harness {                                                                    \
+    [this]() -> Engine& { return engine(); }, [this] { return OpenEngine(); }, \
+        [this] { Reopen(); }, [this] { CloseEngine(); }, &clock(), &profile()  \
   }
 
 std::vector<Message> PeekAllOk(Engine& e, std::string_view queue) {
@@ -545,6 +552,9 @@ class Crasher {
 
     std::set<int64_t> present;
     bool adopted = false;
+    if (run.send_in_flight) ++k.sends_in_flight;
+    if (run.receive_in_flight) ++k.receives_in_flight;
+    k.completes_in_flight += static_cast<int>(run.complete_in_flight.size());
     for (const Message& m : all) {
       present.insert(m.seq);
       const Body got{BodyHash(m.body), m.body.size()};
@@ -557,6 +567,7 @@ class Crasher {
         // Only the send in flight at the kill may have committed unreported.
         if (run.send_in_flight && *run.send_in_flight == got && !adopted && m.seq > k.max_seq) {
           adopted = true;
+          ++k.sends_in_flight_committed;
           k.live[m.seq] = got;
           k.dc[m.seq] = 0;
           k.max_seq = m.seq;
@@ -620,6 +631,7 @@ class Crasher {
       }
     }
     if (run.tx_in_flight && !k.tx.count(*run.tx_in_flight)) {
+      ++k.tx_in_flight;
       const int64_t i = *run.tx_in_flight;
       const bool key = values[i].has_value();
       const bool msg = by_i.count(i) > 0;
@@ -630,6 +642,7 @@ class Crasher {
         EXPECT_EQ(values[i], std::optional<std::string>(TxValue(i)));
       }
       if (key && msg) {
+        ++k.tx_in_flight_committed;
         k.tx[i] = by_i.at(i).seq;  // it committed
         k.max_seq = std::max(k.max_seq, by_i.at(i).seq);
       }
@@ -655,7 +668,9 @@ class Crasher {
         [&](int fd, int) -> int {
           Result<std::unique_ptr<Engine>> e = OpenEngine();
           if (!e.has_value()) return Fail(fd, "OpenEngine: " + e.status().ToString());
-          const int rc = RunWorkload(**e, fd, child_seed, 120, b, next_tx);
+          // More operations than the pipe can hold reports for: the child
+          // cannot finish before the parent has read its kill point.
+          const int rc = RunWorkload(**e, fd, child_seed, 5000, b, next_tx);
           if (rc == 0) (void)(*e)->Close();
           return rc;
         },
@@ -723,7 +738,10 @@ class Crasher {
     }
     std::cout << "[ crash ] " << k.kills << " kills, " << k.clean_exits << " clean exits, "
               << k.live.size() << " live messages, " << k.completed.size() << " completed, "
-              << k.tx.size() << " Tx committed\n";
+              << k.tx.size() << " Tx committed; in flight at the kill: " << k.sends_in_flight
+              << " sends (" << k.sends_in_flight_committed << " committed), " << k.tx_in_flight
+              << " Tx (" << k.tx_in_flight_committed << " committed), " << k.receives_in_flight
+              << " receives, " << k.completes_in_flight << " completes\n";
     EXPECT_GT(k.kills, runs / 2) << "most runs must end in a SIGKILL";
 
     // Final drain: every live, not dead-lettered message is claimable with its
@@ -745,11 +763,13 @@ class Crasher {
       }
     }
     const QueueStats st = StatsOk(kQueue);
-    EXPECT_EQ(st.total, st.dead_lettered) << "§7.5: undeliverable messages remain "
-                                          << StatsString(st);
+    EXPECT_EQ(st.total, st.dead_lettered)
+        << "§7.5: undeliverable messages remain " << StatsString(st);
     std::vector<Message> dlq = PeekAll(kQueue);
     std::set<int64_t> dead;
     for (const Message& m : dlq) dead.insert(m.seq);
+    std::cout << "[ crash ] drained " << drained.size() << ", " << dead.size()
+              << " dead letters (orphaned locks at the max)\n";
     for (const auto& [seq, body] : k.live) {
       EXPECT_TRUE(drained.count(seq) + dead.count(seq) == 1)
           << "§7.5: acknowledged seq " << seq << " neither delivered nor dead-lettered";
@@ -833,7 +853,10 @@ class Crasher {
 
       std::vector<Message> txs = PeekAll(kTxQueue);
       std::map<std::string, int64_t> by_body;
-      for (const Message& m : txs) by_body[m.body] = m.seq;
+      for (const Message& m : txs) {
+        by_body[m.body] = m.seq;
+        EXPECT_EQ(m.state, MessageState::kActive) << "outbox seq " << m.seq << " (never received)";
+      }
       std::set<int64_t> keys;
       for (const auto& [i, seq] : committed) keys.insert(i);
       keys.insert(torn.begin(), torn.end());

@@ -87,9 +87,9 @@ struct Sent {
 // The ledger, outside the engine. Guarded by `mu`.
 struct Ledger {
   std::mutex mu;
-  std::map<int64_t, Sent> sent;                      // acknowledged sends
-  std::map<int64_t, std::vector<int32_t>> claimed;   // seq → delivery_counts reported
-  std::map<int64_t, int> completed;                  // seq → successful Completes
+  std::map<int64_t, Sent> sent;                     // acknowledged sends
+  std::map<int64_t, std::vector<int32_t>> claimed;  // seq → delivery_counts reported
+  std::map<int64_t, int> completed;                 // seq → successful Completes
   std::vector<std::pair<int64_t, std::pair<uint64_t, size_t>>> seen;  // seq → (hash, len)
   std::vector<std::pair<int64_t, std::string>> seen_ids;              // seq → message_id
 };
@@ -133,8 +133,8 @@ void CheckSettle(const char* op, const Message& m, const Status& s, int64_t befo
   } else if (s.code() == StatusCode::kLockLost) {
     if (after < m.locked_until) {
       errors.Add(what + " got LockLost while its lease was live (locked_until " +
-                 std::to_string(m.locked_until) + ", now " + std::to_string(after) + "): " +
-                 s.ToString());
+                 std::to_string(m.locked_until) + ", now " + std::to_string(after) +
+                 "): " + s.ToString());
     }
   } else {
     errors.Add(what + ": expected OK or LockLost, got " + s.ToString());
@@ -170,6 +170,13 @@ class Sweep {
             drained_ = true;
             break;
           }
+          // The workload never schedules or defers (Abandon has no delay):
+          // such a message is one an acknowledged send will never deliver.
+          if (st->scheduled != 0 || st->deferred != 0) {
+            errors_.Add("messages the workload never scheduled or deferred are stuck: " +
+                        StatsString(*st));
+            break;
+          }
         }
         wake_.wait_for(l, std::chrono::milliseconds(5));
       }
@@ -196,9 +203,9 @@ class Sweep {
     int index = 0;
     while (index < cfg_.messages && !errors_.any() && !stop_.load()) {
       // Mostly single sends; sometimes a small batch (slot order = send order).
-      const int n = (rng() % 5 == 0) ? std::min<int>(1 + static_cast<int>(rng() % 8),
-                                                      cfg_.messages - index)
-                                     : 1;
+      const int n = (rng() % 5 == 0)
+                        ? std::min<int>(1 + static_cast<int>(rng() % 8), cfg_.messages - index)
+                        : 1;
       std::vector<OutgoingMessage> batch;
       std::vector<Sent> meta;
       for (int k = 0; k < n; ++k) {
@@ -220,8 +227,7 @@ class Sweep {
       } else {
         Result<std::vector<int64_t>> got = e_.SendBatch(q_, batch);
         if (!got.has_value()) {
-          errors_.Add("SendBatch up to #" + std::to_string(index) + ": " +
-                      got.status().ToString());
+          errors_.Add("SendBatch up to #" + std::to_string(index) + ": " + got.status().ToString());
           break;
         }
         seqs = std::move(*got);
@@ -290,7 +296,8 @@ class Sweep {
         }
         if (m.delivery_count < 1 || m.delivery_count > cfg_.max_delivery_count) {
           errors_.Add("received seq " + std::to_string(m.seq) + " with delivery_count " +
-                      std::to_string(m.delivery_count) + " (max " + std::to_string(cfg_.max_delivery_count) + ")");
+                      std::to_string(m.delivery_count) + " (max " +
+                      std::to_string(cfg_.max_delivery_count) + ")");
         }
         const int r = static_cast<int>(rng() % 100);
         if (r < cfg_.complete_pct) {
@@ -327,8 +334,8 @@ class Sweep {
           return;
         }
         if (batch->size() != items.size()) {
-          errors_.Add("CompleteBatch returned " + std::to_string(batch->size()) +
-                      " results for " + std::to_string(items.size()) + " items");
+          errors_.Add("CompleteBatch returned " + std::to_string(batch->size()) + " results for " +
+                      std::to_string(items.size()) + " items");
           return;
         }
         results = std::move(*batch);
@@ -423,8 +430,8 @@ void RunAndCheck(Engine& e, ManualClock& clock, const std::string& q, const Swee
             << " LockLost, " << sweep.clock_moves() << " clock moves, " << ms << " ms\n";
   ASSERT_FALSE(sweep.errors().any()) << sweep.errors().Summary();
   ASSERT_TRUE(sweep.drained()) << "the queue did not drain to its dead letters within "
-                               << kHangBound.count() << " s: "
-                               << StatsString(e.Stats(q).value_or(QueueStats{}));
+                               << kHangBound.count()
+                               << " s: " << StatsString(e.Stats(q).value_or(QueueStats{}));
 
   Ledger& L = sweep.ledger();
   std::lock_guard<std::mutex> l(L.mu);
@@ -448,8 +455,7 @@ void RunAndCheck(Engine& e, ManualClock& clock, const std::string& q, const Swee
     EXPECT_EQ(id, MessageId(L.sent.at(seq).index)) << "seq " << seq << ": message_id differs";
   }
   // The dead letters, checked against the ledger.
-  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> dlq,
-                          PeekAllOf(e, q, MessageState::kDeadLettered));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> dlq, PeekAllOf(e, q, MessageState::kDeadLettered));
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, PeekAllOf(e, q));
   ASSERT_EQ(all.size(), dlq.size()) << "messages other than dead letters remain";
   std::set<int64_t> dead;
@@ -478,8 +484,8 @@ void RunAndCheck(Engine& e, ManualClock& clock, const std::string& q, const Swee
     for (int32_t k = 1; k <= static_cast<int32_t>(counts.size()); ++k) want.push_back(k);
     if (counts != want || counts.size() > static_cast<size_t>(cfg.max_delivery_count)) {
       ADD_FAILURE() << "seq " << seq << ": claims reported delivery counts "
-                    << ::testing::PrintToString(counts) << ", want 1.." << counts.size()
-                    << " (max " << cfg.max_delivery_count << ")";
+                    << ::testing::PrintToString(counts) << ", want 1.." << counts.size() << " (max "
+                    << cfg.max_delivery_count << ")";
       ++failures;
     }
     const int completions = L.completed.count(seq) ? L.completed.at(seq) : 0;
@@ -491,8 +497,8 @@ void RunAndCheck(Engine& e, ManualClock& clock, const std::string& q, const Swee
       }
     } else if (completions != 1) {
       ADD_FAILURE() << "acknowledged seq " << seq << " (send #" << s.index << ") completed "
-                    << completions << " times and is not in the DLQ (delivered "
-                    << counts.size() << " times)";
+                    << completions << " times and is not in the DLQ (delivered " << counts.size()
+                    << " times)";
       ++failures;
     }
   }

@@ -257,7 +257,9 @@ inline uint64_t BodyHash(std::string_view body) {
   };
   for (; i + 8 <= body.size(); i += 8) {
     uint64_t w = 0;
-    for (int b = 0; b < 8; ++b) w |= static_cast<uint64_t>(static_cast<uint8_t>(body[i + b])) << (8 * b);
+    for (int b = 0; b < 8; ++b) {
+      w |= static_cast<uint64_t>(static_cast<uint8_t>(body[i + b])) << (8 * b);
+    }
     step(w);
   }
   uint64_t tail = static_cast<uint64_t>(body.size() - i) << 56;
