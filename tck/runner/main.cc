@@ -199,6 +199,7 @@ int Main(int argc, char** argv) {
   gtest_args.push_back(filter_flag.data());
   if (expect_fail) gtest_args.push_back(const_cast<char*>("--gtest_fail_fast"));
   int gargc = static_cast<int>(gtest_args.size());
+  gtest_args.push_back(nullptr);  // argv[argc] == nullptr, as InitGoogleTest expects
   ::testing::InitGoogleTest(&gargc, gtest_args.data());
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   delete listeners.Release(listeners.default_result_printer());
