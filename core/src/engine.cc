@@ -159,6 +159,17 @@ struct Engine::Impl {
     return wake_gen;
   }
 
+  // The shape of most single-queue calls: check the name, then one store
+  // transaction of `kind` that looks the queue up and runs fn(txn, queue).
+  template <typename Fn>
+  Status OnQueue(TxnKind kind, const CallOptions& call, std::string_view name, const Fn& fn) {
+    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
+    return store->Run(kind, ToRunOptions(call), [&](StoreTxn& txn) -> Status {
+      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, name));
+      return fn(txn, q);
+    });
+  }
+
   static Result<QueueRecord> LookupQueue(StoreTxn& txn, std::string_view name) {
     auto q = txn.GetQueue(name);
     if (!q && q.error().code() == StatusCode::kQueueNotFound) {
@@ -619,13 +630,12 @@ Result<QueueConfig> Engine::CreateQueue(const QueueConfig& config, const CallOpt
 Result<QueueConfig> Engine::GetQueue(std::string_view name, const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "GetQueue");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
   QueueConfig out;
-  MQLITE_RETURN_IF_ERROR(impl_->Read(call, [&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, name));
-    out = q.config;
-    return Status::OK();
-  }));
+  MQLITE_RETURN_IF_ERROR(
+      impl_->OnQueue(TxnKind::kRead, call, name, [&](StoreTxn&, const QueueRecord& q) {
+        out = q.config;
+        return Status::OK();
+      }));
   return out;
 }
 
@@ -645,11 +655,8 @@ Result<std::vector<QueueConfig>> Engine::ListQueues(const CallOptions& call) {
 Status Engine::DeleteQueue(std::string_view name, const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "DeleteQueue");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
-  return impl_->Write(call, [&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, name));
-    return txn.DeleteQueue(q);
-  });
+  return impl_->OnQueue(TxnKind::kWrite, call, name,
+                        [&](StoreTxn& txn, const QueueRecord& q) { return txn.DeleteQueue(q); });
 }
 
 // ---- Send -----------------------------------------------------------------------------
@@ -685,10 +692,9 @@ Result<std::vector<int64_t>> Engine::SendBatch(std::string_view queue,
 Status Engine::Cancel(std::string_view queue, int64_t seq, const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Cancel");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
+  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));  // name before seq, as elsewhere
   MQLITE_RETURN_IF_ERROR(internal::ValidateSeq(queue, seq));
-  Status s = impl_->Write(call, [&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
+  Status s = impl_->OnQueue(TxnKind::kWrite, call, queue, [&](StoreTxn& txn, const QueueRecord& q) {
     return txn.CancelScheduled(q, seq);
   });
   if (s.code() == StatusCode::kNotFound) {
@@ -984,24 +990,23 @@ Result<std::vector<Message>> Engine::Peek(std::string_view queue, const PeekOpti
   MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidatePeek(queue, options));
   std::vector<Message> out;
-  MQLITE_RETURN_IF_ERROR(impl_->Read(call, [&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
-    MQLITE_ASSIGN_OR_RETURN(out, txn.Peek(q, options));
-    return Status::OK();
-  }));
+  MQLITE_RETURN_IF_ERROR(impl_->OnQueue(TxnKind::kRead, call, queue,
+                                        [&](StoreTxn& txn, const QueueRecord& q) -> Status {
+                                          MQLITE_ASSIGN_OR_RETURN(out, txn.Peek(q, options));
+                                          return Status::OK();
+                                        }));
   return out;
 }
 
 Result<QueueStats> Engine::Stats(std::string_view queue, const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Stats");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   QueueStats out;
-  MQLITE_RETURN_IF_ERROR(impl_->Read(call, [&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
-    MQLITE_ASSIGN_OR_RETURN(out, txn.Stats(q, impl_->Now()));
-    return Status::OK();
-  }));
+  MQLITE_RETURN_IF_ERROR(impl_->OnQueue(TxnKind::kRead, call, queue,
+                                        [&](StoreTxn& txn, const QueueRecord& q) -> Status {
+                                          MQLITE_ASSIGN_OR_RETURN(out, txn.Stats(q, impl_->Now()));
+                                          return Status::OK();
+                                        }));
   return out;
 }
 
@@ -1038,11 +1043,11 @@ Result<int64_t> Engine::Purge(std::string_view queue, const PurgeOptions& option
                                    ": purge max_messages and older_than_ms must not be negative");
   }
   int64_t purged = 0;
-  MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
-    MQLITE_ASSIGN_OR_RETURN(purged, txn.PurgeDeadLetters(q, options, impl_->Now()));
-    return Status::OK();
-  }));
+  MQLITE_RETURN_IF_ERROR(impl_->OnQueue(
+      TxnKind::kWrite, call, queue, [&](StoreTxn& txn, const QueueRecord& q) -> Status {
+        MQLITE_ASSIGN_OR_RETURN(purged, txn.PurgeDeadLetters(q, options, impl_->Now()));
+        return Status::OK();
+      }));
   return purged;
 }
 

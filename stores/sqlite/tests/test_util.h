@@ -28,71 +28,19 @@
 #include "mqlite/sqlite.h"
 #include "mqlite/status.h"
 #include "mqlite/types.h"
+#include "suite_util.h"  // tck/src: the kit's assertion helpers
 
 namespace mqlite {
 
-// Readable gtest output for the enums the tests compare.
-inline void PrintTo(StatusCode code, std::ostream* os) { *os << StatusCodeName(code); }
-inline void PrintTo(MessageState s, std::ostream* os) { *os << MessageStateName(s); }
-inline void PrintTo(const Status& s, std::ostream* os) { *os << s.ToString(); }
-inline void PrintTo(const LockToken& t, std::ostream* os) { *os << t.ToHex(); }
-
 namespace testing {
 
-// The ManualClock's starting point in every fixture.
-inline constexpr int64_t kT0 = 1'700'000'000'000;
-
-inline ::testing::AssertionResult IsOk(const Status& s) {
-  if (s.ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "expected OK, got " << s.ToString();
-}
-template <typename T>
-::testing::AssertionResult IsOk(const Result<T>& r) {
-  return IsOk(r.status());
-}
-
-// Asserts an exact StatusCode (never "any error").
-inline ::testing::AssertionResult HasCode(const Status& s, StatusCode want) {
-  if (s.code() == want) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "expected " << StatusCodeName(want) << ", got " << s.ToString();
-}
-template <typename T>
-::testing::AssertionResult HasCode(const Result<T>& r, StatusCode want) {
-  return HasCode(r.status(), want);
-}
-
-#define MQ_ASSERT_OK(expr) ASSERT_TRUE(::mqlite::testing::IsOk((expr)))
-#define MQ_EXPECT_OK(expr) EXPECT_TRUE(::mqlite::testing::IsOk((expr)))
-#define MQ_EXPECT_CODE(expr, code) \
-  EXPECT_TRUE(::mqlite::testing::HasCode((expr), ::mqlite::StatusCode::code))
-#define MQ_ASSERT_CODE(expr, code) \
-  ASSERT_TRUE(::mqlite::testing::HasCode((expr), ::mqlite::StatusCode::code))
-
-#define MQ_ASSERT_OK_AND_ASSIGN(lhs, expr) \
-  MQ_ASSERT_OK_AND_ASSIGN_IMPL_(MQLITE_CONCAT_(mq_result_, __LINE__), lhs, expr)
-#define MQ_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                                  \
-  ASSERT_TRUE(::mqlite::testing::IsOk(tmp));          \
-  lhs = std::move(tmp).value()
-
-inline std::string StatsString(const QueueStats& s) {
-  std::ostringstream os;
-  os << "{active=" << s.active << " locked=" << s.locked << " deferred=" << s.deferred
-     << " scheduled=" << s.scheduled << " dead_lettered=" << s.dead_lettered << " total=" << s.total
-     << " body_bytes=" << s.body_bytes << " oldest_claimable_age_ms=" << s.oldest_claimable_age_ms
-     << "}";
-  return os.str();
-}
-
-inline ::testing::AssertionResult StatsEq(const QueueStats& a, const QueueStats& b) {
-  if (a.active == b.active && a.locked == b.locked && a.deferred == b.deferred &&
-      a.scheduled == b.scheduled && a.dead_lettered == b.dead_lettered && a.total == b.total &&
-      a.body_bytes == b.body_bytes && a.oldest_claimable_age_ms == b.oldest_claimable_age_ms) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << StatsString(a) << " != " << StatsString(b);
-}
+// The assertion helpers (IsOk, HasCode, StatsEq, the MQ_* macros, PrintTo for
+// the enums) are the conformance kit's, so both suites read alike.
+using tck::suite::HasCode;
+using tck::suite::IsOk;
+using tck::suite::kT0;
+using tck::suite::StatsEq;
+using tck::suite::StatsString;
 
 // A directory from mkdtemp, removed with everything in it on destruction.
 class TempDir {
