@@ -58,6 +58,19 @@ struct EngineOptions {
   // attempt id is remembered (SPEC §7.3).
   int64_t receipt_retention_ms = 30LL * 60 * 1000;
   int64_t attempt_retention_ms = 5LL * 60 * 1000;
+  // Group commit (SPEC §9). Write calls (Send, SendBatch, Receive, the
+  // settles, Cancel, Redrive, Purge, queue changes, maintenance) that arrive
+  // while another write is running queue up, and the next one to run takes
+  // up to group_commit_max of them into one store transaction, each request
+  // in its own savepoint, in arrival order. A caller sees exactly what it
+  // would have seen alone: its own result and error (a request that fails
+  // rolls back only its savepoint; if a request hits a store error such as
+  // StoreFull, the group is rolled back and every member is re-run in a
+  // transaction of its own), and it returns only after the commit that holds
+  // its writes (same durability). A caller still waiting to be taken can be
+  // cancelled (SPEC §10). A lone caller runs at once, as without grouping.
+  // Tx never joins a group. group_commit_max = 1 turns grouping off.
+  int group_commit_max = 64;
 };
 
 class Engine;

@@ -313,6 +313,8 @@ class StoreTxn {
   virtual Status PutDedup(const QueueRecord& queue, std::string_view key,
                           const DedupRecord& record) = 0;
   // Settlement receipts: true if a live receipt with exactly this key exists.
+  // Keys are opaque bytes (40 today); they begin with the settled seq,
+  // big-endian, so consecutive settles have neighbouring keys.
   virtual Result<bool> FindReceipt(std::string_view key, int64_t now) = 0;
   virtual Status PutReceipt(std::string_view key, int64_t expires_at) = 0;
   // Receive attempts: keyed by the attempt id alone (store-wide).

@@ -1,0 +1,114 @@
+// Shared pieces of mqlite-bench: the run's scale, the stores under test, and
+// the per-benchmark counters (SPEC §11: the same workloads on every store;
+// numbers in docs come from here).
+#ifndef MQLITE_BENCH_BENCH_H_
+#define MQLITE_BENCH_BENCH_H_
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mqlite/engine.h"
+#include "mqlite/store.h"
+#include "proc_stats.h"
+
+namespace mqlite::bench {
+
+// Sizes of the workloads. "full" is what docs/benchmarks.md reports; "smoke"
+// runs every workload at a tiny size so the test suite can check the
+// benchmark still works (its numbers mean nothing).
+struct Scale {
+  std::string name;
+  double min_time_s;                    // time-based workloads
+  int64_t drain_total, drain_queues;    // drain/<total>/<queues>
+  int64_t e2e_per_producer;             // e2e/4x4: messages per producer
+  int64_t claim_iterations;             // claims timed per claim_* workload
+  std::vector<int64_t> claim_backlogs;  // claim_backlog/<n>
+  int64_t blocked;                      // claim_blocked/<n>
+};
+Scale FullScale();
+Scale SmokeScale();
+
+// One store configuration under test. `name` is "<store>:<durability>", the
+// first component of every benchmark name; `label` is recorded beside every
+// number it produces.
+struct StoreSpec {
+  std::string name;
+  std::string label;
+  // Opens the store on a fresh, empty directory.
+  std::function<Result<std::unique_ptr<Store>>(const std::string& dir)> open;
+  // outbox_tx's business write through the native handle: `prepare` once,
+  // then `insert` row i inside a Tx. Empty when the store has no handle.
+  std::function<Status(TxContext&)> prepare_business;
+  std::function<Status(TxContext&, int64_t i)> insert_business;
+};
+
+// Where benchmark data lives (a disk-backed directory), set by main().
+const std::string& DataRoot();
+void SetDataRoot(std::string root);
+
+// A fresh directory for one benchmark run: <root>/<name with '/' → '_'>,
+// emptied first.
+std::string FreshDir(const std::string& bench_name);
+
+// Brackets the timed part of a benchmark and sets the counters every workload
+// reports: bytes_written_per_item, disk_bytes_per_item, peak_rss_mb.
+class Counters {
+ public:
+  Counters();  // resets the peak-RSS mark
+  void Start();  // call right before the timed loop
+  void Finish(benchmark::State& state, int64_t items);
+
+ private:
+  IoCounters start_;
+};
+
+// Aborts the benchmark run with a clear message (a benchmark that cannot do
+// its work must not report numbers).
+[[noreturn]] void Die(const std::string& what, const Status& s);
+void Check(const std::string& what, const Status& s);
+
+// Progress for long set-ups and runs, on stderr: "<what>: 30% (300000/1000000)".
+class Progress {
+ public:
+  Progress(std::string what, int64_t total);
+  void Update(int64_t done);
+
+ private:
+  std::string what_;
+  int64_t total_;
+  int next_pct_ = 10;
+};
+
+std::string Body(size_t bytes, int64_t salt);
+
+// The timed loop of the simple workloads: runs `op` once per iteration
+// between Counters::Start and Finish; `items_per_iteration` messages each.
+template <typename Op>
+void TimedLoop(benchmark::State& state, int64_t items_per_iteration, Op op) {
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) op();
+  counters.Finish(state, state.iterations() * items_per_iteration);
+}
+
+// drain's loop, shared by the engine and the floor: visits queues 0..n-1 in
+// turn, `take(q)` receiving and completing up to a batch from queue q and
+// returning how many, until a whole round takes nothing. Returns the total
+// taken; prints progress against `total`.
+int64_t DrainRoundRobin(const std::string& name, int64_t queues, int64_t total,
+                        const std::function<int64_t(int64_t q)>& take);
+
+// Registers every workload for `spec`; `core_only` registers just send_one,
+// send_batch, cycle, e2e and outbox_tx (the durability=full run).
+void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only);
+// The floor's send_one, send_batch, cycle and drain (see floor.cc).
+void RegisterFloorWorkloads(bool full_durability, const Scale& scale);
+
+}  // namespace mqlite::bench
+
+#endif  // MQLITE_BENCH_BENCH_H_

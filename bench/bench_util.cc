@@ -1,0 +1,108 @@
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "bench.h"
+
+namespace mqlite::bench {
+
+Scale FullScale() {
+  return Scale{"full", 1.0, 100'000, 10, 10'000, 2'000, {1, 1'000, 100'000, 1'000'000}, 20'000};
+}
+
+Scale SmokeScale() {
+  return Scale{"smoke", 0.01, 2'000, 10, 200, 50, {1, 1'000, 10'000}, 2'000};
+}
+
+namespace {
+std::string& Root() {
+  static std::string root;
+  return root;
+}
+}  // namespace
+
+const std::string& DataRoot() { return Root(); }
+void SetDataRoot(std::string root) { Root() = std::move(root); }
+
+std::string FreshDir(const std::string& bench_name) {
+  std::string leaf = bench_name;
+  for (char& c : leaf) {
+    if (c == '/' || c == ':') c = '_';
+  }
+  std::filesystem::path dir = std::filesystem::path(DataRoot()) / leaf;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) Die("creating " + dir.string(), Status::Internal(ec.message()));
+  return dir.string();
+}
+
+Counters::Counters() { ResetPeakRss(); }
+
+void Counters::Start() { start_ = ReadIo(); }
+
+void Counters::Finish(benchmark::State& state, int64_t items) {
+  const IoCounters end = ReadIo();
+  const double n = items > 0 ? static_cast<double>(items) : 1.0;
+  state.SetItemsProcessed(items);
+  state.counters["bytes_written_per_item"] = static_cast<double>(end.wchar - start_.wchar) / n;
+  state.counters["disk_bytes_per_item"] =
+      static_cast<double>(end.write_bytes - start_.write_bytes) / n;
+  state.counters["peak_rss_mb"] = PeakRssMB();
+}
+
+void Die(const std::string& what, const Status& s) {
+  std::cerr << "mqlite-bench: " << what << ": " << s.ToString() << std::endl;
+  std::exit(2);
+}
+
+void Check(const std::string& what, const Status& s) {
+  if (!s.ok()) Die(what, s);
+}
+
+Progress::Progress(std::string what, int64_t total) : what_(std::move(what)), total_(total) {}
+
+void Progress::Update(int64_t done) {
+  if (total_ < 10'000) return;  // short steps need no progress line
+  while (next_pct_ <= 100 && done * 100 >= total_ * next_pct_) {
+    std::fprintf(stderr, "  %s: %d%% (%lld/%lld)\n", what_.c_str(), next_pct_,
+                 static_cast<long long>(done), static_cast<long long>(total_));
+    next_pct_ += 10;
+  }
+}
+
+int64_t DrainRoundRobin(const std::string& name, int64_t queues, int64_t total,
+                        const std::function<int64_t(int64_t q)>& take) {
+  Progress progress(name, total);
+  int64_t drained = 0;
+  for (bool any = true; any;) {
+    any = false;
+    for (int64_t q = 0; q < queues; ++q) {
+      const int64_t n = take(q);
+      if (n == 0) continue;
+      any = true;
+      drained += n;
+      progress.Update(drained);
+    }
+  }
+  if (drained != total) {
+    Die(name, Status::Internal("drained " + std::to_string(drained) + " of " +
+                               std::to_string(total) + " messages"));
+  }
+  return drained;
+}
+
+std::string Body(size_t bytes, int64_t salt) {
+  std::string b(bytes, 'x');
+  uint64_t x = static_cast<uint64_t>(salt) * 0x9E3779B97F4A7C15ULL + 1;
+  for (char& c : b) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<char>('a' + x % 26);
+  }
+  return b;
+}
+
+}  // namespace mqlite::bench

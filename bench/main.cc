@@ -1,0 +1,212 @@
+// mqlite-bench: the same Google Benchmark workloads on every store (SPEC §11),
+// plus the raw-SQL floor. Writes Google Benchmark's JSON with
+// --benchmark_out=FILE --benchmark_out_format=json; bench/report.py turns that
+// into docs/benchmarks.md. scripts/bench.sh does both.
+//
+//   mqlite-bench [--scale=full|smoke] [--data-dir=DIR] [--stores=sqlite,memory,floor]
+//                [--no-full-durability] [Google Benchmark flags...]
+#include <sqlite3.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "mqlite/memory.h"
+#include "mqlite/sqlite.h"
+
+#ifndef MQLITE_BUILD_TYPE
+#define MQLITE_BUILD_TYPE "unknown"
+#endif
+
+namespace mqlite::bench {
+namespace {
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+std::string FilesystemOf(const std::string& dir) {
+  struct statfs fs {};
+  if (statfs(dir.c_str(), &fs) != 0) return "unknown";
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x01021994: return "tmpfs (memory, not disk!)";
+    case 0x794C7630: return "overlayfs";
+    default: {
+      std::ostringstream o;
+      o << "0x" << std::hex << fs.f_type;
+      return o.str();
+    }
+  }
+}
+
+std::string Kernel() {
+  struct utsname u {};
+  if (uname(&u) != 0) return "unknown";
+  return std::string(u.sysname) + " " + u.release;
+}
+
+std::string SqliteLabel(bool full) {
+  return std::string("durability=") + (full ? "full" : "normal") +
+         " synchronous=" + (full ? "FULL" : "NORMAL") + " journal=WAL";
+}
+
+StoreSpec SqliteSpec(bool full) {
+  StoreSpec s;
+  s.name = std::string("sqlite:") + (full ? "full" : "normal");
+  s.label = SqliteLabel(full);
+  s.open = [full](const std::string& dir) {
+    SqliteOptions o;
+    o.path = dir + "/mqlite.db";
+    o.durability = full ? Durability::kFull : Durability::kNormal;
+    return OpenSqliteStore(o);
+  };
+  s.prepare_business = [](TxContext& tx) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(sqlite3 * db, SqliteHandle(tx));
+    if (sqlite3_exec(db, "CREATE TABLE orders (id INTEGER PRIMARY KEY, item BLOB NOT NULL)",
+                     nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return Status::Internal(std::string("create orders: ") + sqlite3_errmsg(db));
+    }
+    return Status::OK();
+  };
+  // What an application does: prepare, bind, step, in the Tx.
+  s.insert_business = [](TxContext& tx, int64_t i) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(sqlite3 * db, SqliteHandle(tx));
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(db, "INSERT INTO orders (id, item) VALUES (?1, ?2)", -1, &st,
+                                nullptr);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_int64(st, 1, i);
+      sqlite3_bind_blob(st, 2, "widget", 6, SQLITE_STATIC);
+      rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) return Status::Internal(std::string("insert order: ") + sqlite3_errmsg(db));
+    return Status::OK();
+  };
+  return s;
+}
+
+StoreSpec MemorySpec() {
+  StoreSpec s;
+  s.name = "memory:none";
+  s.label = "durability=none (in-process memory)";
+  s.open = [](const std::string&) { return OpenMemoryStore(NewMemoryDatabase()); };
+  s.insert_business = [](TxContext& tx, int64_t i) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(MemoryTxn * t, MemoryHandle(tx));
+    return t->Put("orders", std::to_string(i), "widget");
+  };
+  return s;
+}
+
+int Usage(const std::string& bad) {
+  std::cerr << "mqlite-bench: unknown or malformed option '" << bad << "'\n"
+            << "usage: mqlite-bench [--scale=full|smoke] [--data-dir=DIR]\n"
+            << "                    [--stores=sqlite,memory,floor] [--no-full-durability]\n"
+            << "                    [Google Benchmark flags, e.g. --benchmark_out=r.json\n"
+            << "                     --benchmark_out_format=json --benchmark_filter=REGEX]\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace mqlite::bench
+
+int main(int argc, char** argv) {
+  using namespace mqlite::bench;  // NOLINT(build/namespaces)
+  Scale scale = FullScale();
+  std::string data_dir = "mqlite-bench-data";
+  std::set<std::string> stores = {"sqlite", "memory", "floor"};
+  bool full_durability = true;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* flag) -> std::optional<std::string> {
+      const std::string f = std::string(flag) + "=";
+      if (a.rfind(f, 0) == 0) return a.substr(f.size());
+      return std::nullopt;
+    };
+    if (auto v = value("--scale")) {
+      if (*v == "full") {
+        scale = FullScale();
+      } else if (*v == "smoke") {
+        scale = SmokeScale();
+      } else {
+        return Usage(a);
+      }
+    } else if (auto v = value("--data-dir")) {
+      data_dir = *v;
+    } else if (auto v = value("--stores")) {
+      stores.clear();
+      std::stringstream ss(*v);
+      for (std::string s; std::getline(ss, s, ',');) {
+        if (s != "sqlite" && s != "memory" && s != "floor") return Usage(a);
+        stores.insert(s);
+      }
+    } else if (a == "--no-full-durability") {
+      full_durability = false;
+    } else if (a.rfind("--benchmark_", 0) == 0 || a == "--help") {
+      rest.push_back(argv[i]);
+    } else {
+      return Usage(a);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) {
+    std::cerr << "mqlite-bench: cannot create --data-dir " << data_dir << ": " << ec.message()
+              << "\n";
+    return 2;
+  }
+  data_dir = std::filesystem::canonical(data_dir).string();
+  SetDataRoot(data_dir);
+
+  int rest_argc = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
+
+  benchmark::AddCustomContext("mqlite_version", "0.1.0");
+  benchmark::AddCustomContext("sqlite_version", sqlite3_libversion());
+  benchmark::AddCustomContext("kernel", Kernel());
+  benchmark::AddCustomContext("cpu_model", CpuModel());
+  benchmark::AddCustomContext("filesystem", FilesystemOf(data_dir));
+  benchmark::AddCustomContext("bench_dir", data_dir);
+  benchmark::AddCustomContext("build_type", MQLITE_BUILD_TYPE);
+  benchmark::AddCustomContext("group_commit_max",
+                              std::to_string(mqlite::EngineOptions{}.group_commit_max));
+  benchmark::AddCustomContext("scale", scale.name);
+
+  if (stores.count("sqlite")) {
+    RegisterEngineWorkloads(SqliteSpec(false), scale, /*core_only=*/false);
+    if (full_durability) RegisterEngineWorkloads(SqliteSpec(true), scale, /*core_only=*/true);
+  }
+  if (stores.count("memory")) RegisterEngineWorkloads(MemorySpec(), scale, false);
+  if (stores.count("floor")) {
+    RegisterFloorWorkloads(false, scale);
+    if (full_durability) RegisterFloorWorkloads(true, scale);
+  }
+  std::cerr << "mqlite-bench: scale " << scale.name << ", data in " << data_dir
+            << " (filesystem " << FilesystemOf(data_dir) << ")" << std::endl;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::filesystem::remove_all(data_dir, ec);
+  return 0;
+}

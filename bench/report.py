@@ -1,0 +1,694 @@
+#!/usr/bin/env python3
+"""Turns a Google Benchmark JSON results file into docs/benchmarks.md and SVG plots.
+
+  python3 bench/report.py RESULTS.json [--out docs/benchmarks.md] [--plots docs/benchmarks]
+
+RESULTS.json is what the bench binary writes with --benchmark_out_format=json
+(scripts/bench.sh runs it). Benchmark names are `<store>/<workload>[/<args>]`,
+where the store token is `<name>:<durability>` (e.g. `sqlite:normal`); Google
+Benchmark suffixes such as `/iterations:N` or `/real_time` are ignored. The
+plots are plain SVG written by hand: stdlib only, no matplotlib.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from collections import defaultdict
+from xml.sax.saxutils import escape
+
+STORE_ORDER = ["sqlite:normal", "sqlite:full", "memory:none", "floor:normal", "floor:full"]
+FAMILY_ORDER = ["send_one", "send_batch", "cycle", "drain", "e2e", "claim_backlog", "claim_blocked",
+                "outbox_tx", "renew_batch", "send_body"]
+STORE_COLOURS = {"sqlite:normal": "#1f5fa8", "sqlite:full": "#6fa8dc", "memory:none": "#2a9d5c",
+                 "floor:normal": "#d9590b", "floor:full": "#f4a261"}
+EXTRA_COLOURS = ["#8e44ad", "#7f7f7f", "#b8b000", "#e377c2", "#8c564b", "#17becf"]
+SUFFIX = re.compile(r"^(iterations:\d+|manual_time|real_time|process_time|threads:\d+|"
+                    r"min_time:[0-9.e+-]+s?|min_warmup_time:[0-9.e+-]+s?|repeats:\d+)$")
+UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+NUMERIC_FIELDS = ["items_per_second", "time_ns", "claim_us", "bytes_written_per_item",
+                  "disk_bytes_per_item", "peak_rss_mb", "group_size"]
+
+WORKLOAD_DEFINITIONS = [
+    ("send_one", "one message (256 B body) per Send, one commit each."),
+    ("send_batch/N", "SendBatch of N 256 B messages, one commit per batch; items = messages."),
+    ("cycle", "one thread: Send, Receive(max 1), Complete — three commits per message."),
+    ("drain/100000/10", "100,000 messages pre-filled over 10 queues (not timed), then received up "
+     "to 16 at a time round-robin and completed with CompleteBatch; items = messages."),
+    ("e2e/4x4", "4 producer threads each sending one message per call, 4 consumer threads each "
+     "receiving up to 16 (long-poll) and completing each message with its own Complete; items = "
+     "messages delivered end to end. Peak RSS is the process's high-water mark during the run."),
+    ("claim_backlog/N", "the cost of one Receive(max 1) on a queue holding N claimable messages "
+     "(timed per claim; completing the message and refilling the backlog are not timed)."),
+    ("claim_blocked/20000", "the same, with a 20,000-message group whose head is locked in front "
+     "of the claimable messages (SPEC §5: members of a blocked group must not be visited)."),
+    ("outbox_tx", "one Tx holding a business-table insert through the native handle plus one Send "
+     "(on stores with no native handle, the Send alone)."),
+    ("renew_batch/512", "RenewBatch of 512 locked messages, one commit; items = renewals."),
+    ("send_body/N", "send_one with an N-byte body."),
+    ("floor", "a raw-SQL program using the same schema ideas with the fewest statements (one "
+     "connection, prepared statements, same pragmas) — the physical limit for the SQLite store on "
+     "this machine."),
+]
+COUNTERS_NOTE = ("Counters: items/s from the benchmark's item count; bytes written/item from "
+                 "`/proc/self/io` `wchar` (bytes handed to write syscalls), disk bytes/item from "
+                 "`write_bytes` (bytes the kernel sent or will send to the device); peak RSS from "
+                 "`VmHWM` in `/proc/self/status`, reset before each workload through "
+                 "`/proc/self/clear_refs`.")
+
+
+class InputError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- loading
+
+def split_name(name):
+    """'sqlite:normal/send_batch/100/iterations:5' -> ('sqlite:normal', 'send_batch/100')."""
+    tokens = [t for t in name.split("/") if t and not SUFFIX.match(t)]
+    if len(tokens) >= 2 and ":" in tokens[0]:
+        rest = tokens[1:]
+        if len(rest) == 3 and rest[0] == "e2e" and rest[1].isdigit() and rest[2].isdigit():
+            rest = ["e2e", f"{rest[1]}x{rest[2]}"]  # ->Args({4, 4}) is named e2e/4/4
+        return tokens[0], "/".join(rest)
+    return "other", "/".join(tokens) or name
+
+
+def entry_fields(b):
+    """The numbers and strings the report uses from one benchmark entry."""
+    def num(key):
+        v = b.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    real = num("real_time")
+    unit = b.get("time_unit", "ns")
+    return {
+        "items_per_second": num("items_per_second"),
+        "time_ns": real * UNIT_NS.get(unit, 1.0) if real is not None else None,
+        "claim_us": num("claim_us"),
+        "bytes_written_per_item": num("bytes_written_per_item"),
+        "disk_bytes_per_item": num("disk_bytes_per_item"),
+        "peak_rss_mb": num("peak_rss_mb"),
+        "group_size": num("group_size"),
+        "label": str(b.get("label", "")),
+        "error": str(b.get("error_message", "error")) if b.get("error_occurred") else None,
+    }
+
+
+def merge(entries):
+    """One result from one or more entries (repetitions without aggregates are averaged)."""
+    fields = [entry_fields(b) for b in entries]
+    ok = [f for f in fields if not f["error"]]
+    out = {"label": (ok or fields)[0]["label"], "error": None if ok else fields[0]["error"]}
+    for key in NUMERIC_FIELDS:  # a failed run's numbers are meaningless: all stay None
+        values = [f[key] for f in ok if f[key] is not None]
+        out[key] = sum(values) / len(values) if values else None
+    return out
+
+
+def load(path):
+    """Returns (context, {store: {workload: result}})."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path} is not valid JSON: {e}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise InputError(f"{path} is not Google Benchmark JSON (no \"benchmarks\" list)")
+    groups = defaultdict(lambda: {"iteration": [], "mean": []})
+    for b in doc["benchmarks"]:
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str):
+            continue
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") != "mean":
+                continue
+            run = b.get("run_name") or re.sub(r"_mean$", "", b["name"])
+            groups[split_name(run)]["mean"].append(b)
+        else:
+            groups[split_name(b.get("run_name") or b["name"])]["iteration"].append(b)
+    results = defaultdict(dict)
+    for (store, workload), g in groups.items():
+        results[store][workload] = merge(g["mean"] or g["iteration"])
+    if not results:
+        raise InputError(f"{path} holds no benchmark results")
+    context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
+    return context, dict(results)
+
+
+def store_key(store):
+    return (STORE_ORDER.index(store), "") if store in STORE_ORDER else (len(STORE_ORDER), store)
+
+
+def workload_key(workload):
+    family, *args = workload.split("/")
+    rank = FAMILY_ORDER.index(family) if family in FAMILY_ORDER else len(FAMILY_ORDER)
+    nums = tuple(int(a) if a.isdigit() else math.inf for a in args)
+    return (rank, family, nums, workload)
+
+
+def family_args(results, store, family):
+    """{N: result} for workloads `family/N` of one store, N an integer."""
+    out = {}
+    for workload, r in results.get(store, {}).items():
+        parts = workload.split("/")
+        if len(parts) == 2 and parts[0] == family and parts[1].isdigit():
+            out[int(parts[1])] = r
+    return out
+
+
+def colour(store, stores):
+    if store in STORE_COLOURS:
+        return STORE_COLOURS[store]
+    others = [s for s in stores if s not in STORE_COLOURS]
+    return EXTRA_COLOURS[others.index(store) % len(EXTRA_COLOURS)] if store in others else "#444"
+
+
+# ---------------------------------------------------------------- formatting
+
+def sig(x, digits=3):
+    """x to `digits` significant figures, with thousands separators."""
+    if x is None:
+        return "—"
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else str(x)
+    x = float(f"{x:.{digits}g}")  # rounding first: 99.95 -> 100, not 100.0
+    decimals = digits - 1 - math.floor(math.log10(abs(x)))
+    if decimals <= 0:
+        return f"{round(x, decimals):,.0f}"
+    return f"{x:,.{decimals}f}"
+
+
+def count(x):
+    """Byte counts: integers with separators, small values to 3 significant figures."""
+    if x is None:
+        return "—"
+    return f"{round(x):,}" if abs(x) >= 100 else sig(x)
+
+
+def duration(ns):
+    if ns is None:
+        return "—"
+    ns = float(f"{ns:.3g}")
+    for limit, unit, scale in ((1e3, "ns", 1), (1e6, "µs", 1e3), (1e9, "ms", 1e6)):
+        if ns < limit:
+            return f"{sig(ns / scale)} {unit}"
+    return f"{sig(ns / 1e9)} s"
+
+
+def ratio_text(r, goal=None):
+    """'0.93×'; a third decimal when two would hide which side of the goal r falls on."""
+    decimals = 2
+    while goal is not None and r != goal and f"{r:.{decimals}f}" == f"{goal:.{decimals}f}" \
+            and decimals < 6:
+        decimals += 1
+    return f"{r:.{decimals}f}×"
+
+
+def tick_label(v):
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= scale:
+            return f"{v / scale:g}{suffix}"
+    return f"{v:g}"
+
+
+def cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- SVG
+
+class Svg:
+    def __init__(self, width, height, title):
+        self.width, self.height, self.parts = width, height, []
+        self.rect(0, 0, width, height, fill="white")
+        self.text(width / 2, 24, title, size=16, anchor="middle", weight="bold")
+
+    def rect(self, x, y, w, h, **attrs):
+        self.parts.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"'
+                          f'{self._attrs(attrs)}/>')
+
+    def line(self, x1, y1, x2, y2, stroke="#000", **attrs):
+        self.parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+                          f'stroke="{stroke}"{self._attrs(attrs)}/>')
+
+    def polyline(self, points, stroke, **attrs):
+        pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        self.parts.append(f'<polyline points="{pts}" fill="none" stroke="{stroke}" '
+                          f'stroke-width="2"{self._attrs(attrs)}/>')
+
+    def marker(self, x, y, fill, shape="circle", size=4.0):
+        if shape == "circle":
+            self.parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{size:.1f}" fill="{fill}"/>')
+            return
+        if shape == "square":
+            pts = [(x - size, y - size), (x + size, y - size), (x + size, y + size), (x - size, y + size)]
+        else:  # diamond
+            s = size * 1.6
+            pts = [(x, y - s), (x + s, y), (x, y + s), (x - s, y)]
+        hollow = ' fill="white" stroke-width="2"' if shape == "diamond" else f' fill="{fill}"'
+        self.parts.append(f'<polygon points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}" '
+                          f'stroke="{fill}"{hollow}/>')
+
+    def text(self, x, y, s, size=12, anchor="start", weight="normal", fill="#222", rotate=False):
+        transform = f' transform="rotate(-90 {x:.1f} {y:.1f})"' if rotate else ""
+        self.parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-family="sans-serif" '
+                          f'font-size="{size}" text-anchor="{anchor}" font-weight="{weight}" '
+                          f'fill="{fill}"{transform}>{escape(str(s))}</text>')
+
+    @staticmethod
+    def _attrs(attrs):
+        return "".join(f' {k.replace("_", "-")}="{v}"' for k, v in attrs.items())
+
+    def render(self):
+        head = (f'<?xml version="1.0" encoding="UTF-8"?>\n'
+                f'<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{self.width}" '
+                f'height="{self.height}" viewBox="0 0 {self.width} {self.height}" '
+                f'font-family="sans-serif">\n')
+        return head + "\n".join(self.parts) + "\n</svg>\n"
+
+
+class LogAxis:
+    """Maps positive values to pixels p0..p1 over whole decades covering lo..hi."""
+
+    def __init__(self, lo, hi, p0, p1, pad_low=False):
+        self.e0, self.e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+        if pad_low and 10 ** self.e0 >= lo:
+            self.e0 -= 1  # bars starting at the axis need a visible length
+        if self.e1 <= self.e0:
+            self.e1 = self.e0 + 1
+        self.p0, self.p1 = p0, p1
+
+    def __call__(self, v):
+        return self.p0 + (math.log10(v) - self.e0) / (self.e1 - self.e0) * (self.p1 - self.p0)
+
+    def ticks(self):
+        steps = (1, 2, 5) if self.e1 - self.e0 <= 2 else (1,)
+        return [(m * 10.0 ** e, tick_label(m * 10.0 ** e)) for e in range(self.e0, self.e1 + 1)
+                for m in steps if m * 10.0 ** e <= 10.0 ** self.e1]
+
+
+class LinearAxis:
+    """Maps 0..a nice round top to pixels p0..p1."""
+
+    def __init__(self, hi, p0, p1):
+        raw = (hi if hi > 0 else 1) / 5
+        mag = 10 ** math.floor(math.log10(raw))
+        self.step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+        self.top = self.step * math.ceil((hi if hi > 0 else 1) / self.step)
+        self.p0, self.p1 = p0, p1
+
+    def __call__(self, v):
+        return self.p0 + v / self.top * (self.p1 - self.p0)
+
+    def ticks(self):
+        n = round(self.top / self.step)
+        return [(i * self.step, f"{i * self.step:g}") for i in range(n + 1)]
+
+
+def draw_frame(svg, box, x, y, x_title, y_title):
+    """Grid, tick labels and axis titles for a plot area box = (left, top, right, bottom)."""
+    left, top, right, bottom = box
+    for v, label in x.ticks():
+        px = x(v)
+        svg.line(px, top, px, bottom, stroke="#e3e3e3")
+        svg.text(px, bottom + 16, label, size=11, anchor="middle")
+    if y is not None:
+        for v, label in y.ticks():
+            py = y(v)
+            svg.line(left, py, right, py, stroke="#e3e3e3")
+            svg.text(left - 6, py + 4, label, size=11, anchor="end")
+        svg.text(18, (top + bottom) / 2, y_title, size=12, anchor="middle", rotate=True)
+    svg.rect(left, top, right - left, bottom - top, fill="none", stroke="#666")
+    svg.text((left + right) / 2, bottom + 36, x_title, size=12, anchor="middle")
+
+
+def draw_legend(svg, x, y, entries):
+    """entries: (label, colour, style) with style 'line', 'dashed', 'bar' or 'diamond'."""
+    for i, (label, fill, style) in enumerate(entries):
+        cy = y + i * 18
+        if style == "bar":
+            svg.rect(x, cy - 6, 14, 10, fill=fill)
+        elif style == "diamond":
+            svg.marker(x + 7, cy - 1, fill, shape="diamond", size=3)
+        else:
+            svg.line(x, cy - 1, x + 14, cy - 1, stroke=fill, stroke_width=2,
+                     **({"stroke_dasharray": "5,3"} if style == "dashed" else {}))
+        svg.text(x + 20, cy + 3, label, size=11)
+
+
+def empty_plot(title):
+    svg = Svg(800, 450, title)
+    svg.text(400, 230, "no data in this run", size=16, anchor="middle", fill="#888")
+    return svg.render()
+
+
+def plot_throughput(results, stores):
+    title = "Throughput per workload (items/s, log scale)"
+    groups = []
+    for workload in sorted({w for s in stores for w in results[s]}, key=workload_key):
+        if workload.startswith("claim_"):
+            continue
+        bars = [(s, results[s][workload]["items_per_second"]) for s in stores
+                if workload in results[s] and (results[s][workload]["items_per_second"] or 0) > 0]
+        if bars:
+            groups.append((workload, bars))
+    if not groups:
+        return empty_plot(title)
+    bar_h, gap, left, right = 7, 10, 160, 770
+    top = 50 + 18 * math.ceil(len({b for _, bars in groups for b, _ in bars}) / 5)
+    height = max(450, int(top + sum(len(b) * bar_h + gap for _, b in groups) + 60))
+    bottom = height - 60
+    svg = Svg(800, height, title)
+    values = [v for _, bars in groups for _, v in bars]
+    x = LogAxis(min(values), max(values), left, right, pad_low=True)
+    draw_frame(svg, (left, top, right, bottom), x, None, "items/s (log scale)", "")
+    shown = [s for s in stores if any(s == b for _, bars in groups for b, _ in bars)]
+    for i, s in enumerate(shown):  # legend row(s) under the title
+        svg.rect(left + (i % 5) * 125, 36 + (i // 5) * 18, 12, 10, fill=colour(s, stores))
+        svg.text(left + (i % 5) * 125 + 17, 45 + (i // 5) * 18, s, size=11)
+    y = top + gap / 2
+    for workload, bars in groups:
+        group_h = len(bars) * bar_h
+        svg.text(left - 8, y + group_h / 2 + 4, workload, size=11, anchor="end")
+        for s, v in bars:
+            svg.rect(left, y, x(v) - left, bar_h - 1, fill=colour(s, stores))
+            y += bar_h
+        y += gap
+    return svg.render()
+
+
+def plot_lines(svg, box, x, y, series, stores, dashed=False, shape="circle"):
+    for store, points in series:
+        pts = [(x(a), y(b)) for a, b in sorted(points)]
+        extra = {"stroke_dasharray": "6,4"} if dashed else {}
+        if len(pts) > 1:
+            svg.polyline(pts, colour(store, stores), **extra)
+        for px, py in pts:
+            svg.marker(px, py, colour(store, stores), shape=shape)
+
+
+def plot_claim_cost(results, stores):
+    title = "Cost of one claim vs backlog size"
+    series = [(s, [(n, r["claim_us"]) for n, r in family_args(results, s, "claim_backlog").items()
+                   if r["claim_us"] is not None and n > 0]) for s in stores]
+    series = [(s, pts) for s, pts in series if pts]
+    blocked = [(s, n, r["claim_us"]) for s in stores
+               for n, r in family_args(results, s, "claim_blocked").items()
+               if r["claim_us"] is not None and n > 0]
+    if not series and not blocked:
+        return empty_plot(title)
+    box = (80, 50, 620, 390)
+    xs = [n for _, pts in series for n, _ in pts] + [n for _, n, _ in blocked]
+    ys = [v for _, pts in series for _, v in pts] + [v for _, _, v in blocked]
+    x, y = LogAxis(min(xs), max(xs), box[0], box[2]), LinearAxis(max(ys) * 1.1, box[3], box[1])
+    svg = Svg(800, 450, title)
+    draw_frame(svg, box, x, y, "messages in the backlog (log scale)", "µs per claim")
+    plot_lines(svg, box, x, y, series, stores)
+    for s, n, v in blocked:
+        svg.marker(x(n), y(v), colour(s, stores), shape="diamond")
+    for n in sorted({n for _, n, _ in blocked}):  # one label per size, above its highest marker
+        top, label = min(y(v) for _, m, v in blocked if m == n), f"{tick_label(n)} blocked group in front"
+        fits = x(n) + 9 + 5.5 * len(label) <= box[2]  # else put it left of the marker
+        svg.text(x(n) + (9 if fits else -9), top - 8, label, size=10, anchor="start" if fits else "end")
+    legend = [(s, colour(s, stores), "line") for s, _ in series]
+    if blocked:
+        legend.append(("behind a blocked group", "#444", "diamond"))
+    draw_legend(svg, 635, 60, legend)
+    return svg.render()
+
+
+def plot_bytes_per_item(results, stores):
+    title = "Bytes handed to write() per message vs batch size"
+    series, skipped = [], []
+    for s in stores:
+        batches = family_args(results, s, "send_batch")
+        if 1 not in batches and "send_one" in results[s]:
+            batches[1] = results[s]["send_one"]
+        pts = [(n, r["bytes_written_per_item"]) for n, r in batches.items()
+               if r["bytes_written_per_item"] is not None and n > 0]
+        if any(v <= 0 for _, v in pts):
+            skipped.append(s)
+        pts = [(n, v) for n, v in pts if v > 0]
+        if pts:
+            series.append((s, pts))
+    if not series:
+        return empty_plot(title)
+    box = (80, 50, 640, 390)
+    xs = [n for _, pts in series for n, _ in pts]
+    ys = [v for _, pts in series for _, v in pts]
+    x, y = LogAxis(min(xs), max(xs), box[0], box[2]), LogAxis(min(ys), max(ys), box[3], box[1])
+    svg = Svg(800, 450, title)
+    draw_frame(svg, box, x, y, "messages per SendBatch (log scale; send_one = 1)",
+               "bytes written per message (log scale)")
+    plot_lines(svg, box, x, y, series, stores)
+    draw_legend(svg, 655, 60, [(s, colour(s, stores), "line") for s, _ in series])
+    if skipped:
+        svg.text(655, 70 + 18 * len(series), "zero bytes (not shown):", size=10, fill="#666")
+        for i, s in enumerate(skipped):
+            svg.text(655, 84 + 18 * len(series) + 14 * i, s, size=10, fill="#666")
+    return svg.render()
+
+
+def plot_body_size(results, stores):
+    title = "Send throughput vs body size"
+    items, mbs = [], []
+    for s in stores:
+        pts = [(n, r["items_per_second"]) for n, r in family_args(results, s, "send_body").items()
+               if (r["items_per_second"] or 0) > 0 and n > 0]
+        if pts:
+            items.append((s, pts))
+            mbs.append((s, [(n, n * v / 1e6) for n, v in pts]))
+    if not items:
+        return empty_plot(title)
+    box = (80, 50, 590, 390)
+    xs = [n for _, pts in items for n, _ in pts]
+    ys = [v for _, pts in items for _, v in pts]
+    ms = [v for _, pts in mbs for _, v in pts]
+    x = LogAxis(min(xs), max(xs), box[0], box[2])
+    y, y2 = LogAxis(min(ys), max(ys), box[3], box[1]), LogAxis(min(ms), max(ms), box[3], box[1])
+    svg = Svg(800, 450, title)
+    draw_frame(svg, box, x, y, "body size in bytes (log scale)", "items/s, solid (log scale)")
+    for v, label in y2.ticks():
+        svg.line(box[2], y2(v), box[2] + 5, y2(v), stroke="#666")
+        svg.text(box[2] + 8, y2(v) + 4, label, size=11)
+    svg.text(box[2] + 58, (box[1] + box[3]) / 2, "MB/s of body bytes, dashed (log scale)", size=12,
+             anchor="middle", rotate=True)
+    plot_lines(svg, box, x, y, items, stores)
+    plot_lines(svg, box, x, y2, mbs, stores, dashed=True, shape="square")
+    legend = [(s, colour(s, stores), "line") for s, _ in items]
+    legend += [("solid: items/s (left)", "#444", "line"), ("dashed: MB/s (right)", "#444", "dashed")]
+    draw_legend(svg, 660, 60, legend)
+    return svg.render()
+
+
+PLOTS = [
+    ("throughput.svg", plot_throughput,
+     "Items per second for every workload except the claim costs, one bar per store (log scale)."),
+    ("claim_cost.svg", plot_claim_cost,
+     "Microseconds per claim as the claimable backlog grows, with the claim behind a blocked "
+     "group drawn as a hollow diamond."),
+    ("bytes_per_item.svg", plot_bytes_per_item,
+     "Bytes handed to write syscalls per message as SendBatch grows, i.e. how well batching "
+     "amortises the WAL frame and commit overhead."),
+    ("body_size.svg", plot_body_size,
+     "Send throughput in messages per second (solid) and body megabytes per second (dashed) as "
+     "the body grows."),
+]
+
+
+# ---------------------------------------------------------------- markdown sections
+
+def section_machine(context):
+    def caches(v):
+        return ", ".join(f"L{c.get('level')} {c.get('type', '')} {c.get('size', 0) // 1024} KiB"
+                         f" ×{c.get('num_sharing', 1)}" for c in v if isinstance(c, dict))
+    rows = [("date", "date"), ("host", "host_name"), ("cpus", "num_cpus"), ("MHz", "mhz_per_cpu"),
+            ("cpu_model", "cpu_model"), ("kernel", "kernel"), ("filesystem", "filesystem"),
+            ("bench_dir", "bench_dir"), ("sqlite_version", "sqlite_version"),
+            ("mqlite_version", "mqlite_version"), ("build_type", "build_type"),
+            ("library_build_type", "library_build_type"), ("git_commit", "git_commit"),
+            ("group_commit_max", "group_commit_max"), ("scale", "scale"),
+            ("load_avg", "load_avg"), ("cpu_scaling_enabled", "cpu_scaling_enabled"),
+            ("caches", "caches"), ("executable", "executable")]
+    out = []
+    for title, key in rows:
+        v = context.get(key)
+        if v is None or v == "" or v == []:
+            continue
+        if key == "load_avg" and isinstance(v, list):
+            v = ", ".join(f"{a:.2f}" if isinstance(a, (int, float)) else str(a) for a in v)
+        elif key == "caches" and isinstance(v, list):
+            v = caches(v)
+        out.append((title, f"`{v}`" if key in ("git_commit", "bench_dir", "executable") else v))
+    lines = ["## Machine and settings", ""]
+    lines.append(table(["Setting", "Value"], out) if out else "_The results file has no context._")
+    lines += ["", "All numbers come from one run of one process; compare ratios, not absolute "
+              "figures — this is a shared 2-core machine."]
+    return lines
+
+
+def get(results, store, workload, field):
+    return results.get(store, {}).get(workload, {}).get(field)
+
+
+def target_row(name, num, den, goal, at_least, unit):
+    """(target, measured, goal, result) for a ratio num/den against goal."""
+    goal_text = ("≥ " if at_least else "≤ ") + f"{goal:.2f}×"
+    if num is None or den is None or den == 0:
+        return (name, "—", goal_text, "— not measured")
+    r = num / den
+    met = r >= goal if at_least else r <= goal
+    raw = sig if unit == "µs" else (lambda v: f"{round(v):,}")
+    measured = f"{ratio_text(r, goal)} ({raw(num)} vs {raw(den)} {unit})"
+    return (name, measured, goal_text, "✅ met" if met else "❌ missed")
+
+
+def section_targets(results, context):
+    sq, fl = "sqlite:normal", "floor:normal"
+    ips = "items_per_second"
+    rows = []
+    for workload, goal in (("send_one", 0.9), ("cycle", 0.9), ("drain/100000/10", 0.9),
+                           ("send_batch/100", 0.8)):
+        rows.append(target_row(f"`{workload}` items/s, sqlite ÷ floor", get(results, sq, workload, ips),
+                               get(results, fl, workload, ips), goal, True, "items/s"))
+    rows.append(target_row("`e2e/4x4` items/s ÷ floor `cycle` items/s", get(results, sq, "e2e/4x4", ips),
+                           get(results, fl, "cycle", ips), 3.0, True, "items/s"))
+    base = get(results, sq, "claim_backlog/1000", "claim_us")
+    rows.append(target_row("`claim_blocked/20000` ÷ `claim_backlog/1000` claim µs",
+                           get(results, sq, "claim_blocked/20000", "claim_us"), base, 2.0, False, "µs"))
+    rows.append(target_row("`claim_backlog/1000000` ÷ `claim_backlog/1000` claim µs",
+                           get(results, sq, "claim_backlog/1000000", "claim_us"), base, 1.5, False, "µs"))
+    rss = get(results, sq, "e2e/4x4", "peak_rss_mb")
+    rows.append(("`e2e/4x4` peak RSS", "—" if rss is None else f"{rss:,.1f} MB", "≤ 30 MB",
+                 "— not measured" if rss is None else ("✅ met" if rss <= 30 else "❌ missed")))
+    lines = ["## Targets", "", f"The SQLite store (`{sq}`) against the raw-SQL floor (`{fl}`), same "
+             "machine, same run.", "", table(["Target", "Measured", "Goal", "Result"], rows)]
+    if context.get("scale") == "smoke":
+        lines += ["", "This is a smoke run with reduced sizes: targets naming full-size workloads "
+                  "are not measured."]
+    return lines
+
+
+def speed(results, store, workload):
+    """(cell text, speed) for one result: items/s, or for claim workloads µs per claim,
+    whose speed is its inverse so that ratios read the same way as items/s ratios."""
+    r = results.get(store, {}).get(workload, {})
+    if r.get("items_per_second"):
+        return sig(r["items_per_second"]) + " items/s", r["items_per_second"]
+    if r.get("claim_us"):
+        return sig(r["claim_us"]) + " µs/claim", 1 / r["claim_us"]
+    return "—", None
+
+
+def speed_rows(results, fast, slow):
+    """Workloads run by both stores: (workload, fast cell, slow cell, fast speed ÷ slow speed)."""
+    rows = []
+    for w in sorted(set(results.get(fast, {})) & set(results.get(slow, {})), key=workload_key):
+        (a_text, a), (b_text, b) = speed(results, fast, w), speed(results, slow, w)
+        if a is None and b is None:
+            continue
+        rows.append((f"`{w}`", a_text, b_text, ratio_text(a / b) if a and b else "—"))
+    return rows
+
+
+def section_full(results):
+    sf, ff, sn = "sqlite:full", "floor:full", "sqlite:normal"
+    lines = ["## Durability full", ""]
+    if sf not in results:
+        return lines + [f"No `{sf}` results in this run."]
+    rows = speed_rows(results, sf, ff)
+    lines += [f"`{sf}` against the raw-SQL floor at the same durability (`{ff}`); the ratio "
+              "compares speeds (items/s, or claims per second for claim workloads), so below 1× "
+              "means the store is slower than the floor.", ""]
+    lines.append(table(["Workload", sf, ff, "sqlite ÷ floor"], rows)
+                 if rows else f"No workload ran under both `{sf}` and `{ff}`.")
+    rows = speed_rows(results, sn, sf)
+    lines += ["", f"What `synchronous=FULL` costs the store: `{sn}` speed ÷ `{sf}` speed "
+              "(above 1× means full is slower).", ""]
+    lines.append(table(["Workload", sn, sf, "slowdown"], rows)
+                 if rows else f"No workload ran under both `{sn}` and `{sf}`.")
+    return lines
+
+
+def section_all(results, stores):
+    lines = ["## All results"]
+    header = ["Workload", "items/s", "time/iter", "claim µs", "bytes written/item",
+              "disk bytes/item", "peak RSS MB", "settings"]
+    for s in stores:
+        rows = []
+        for w in sorted(results[s], key=workload_key):
+            r = results[s][w]
+            settings = f"**error:** {r['error']}" if r["error"] else r["label"]
+            if r["group_size"] is not None:
+                settings = (settings + f" group_size={r['group_size']:g}").strip()
+            rows.append((f"`{w}`", sig(r["items_per_second"]), duration(r["time_ns"]),
+                         sig(r["claim_us"]), count(r["bytes_written_per_item"]),
+                         count(r["disk_bytes_per_item"]),
+                         "—" if r["peak_rss_mb"] is None else f"{r['peak_rss_mb']:,.1f}", settings))
+        lines += ["", f"### {s}", "", table(header, rows)]
+    return lines
+
+
+def section_plots(plot_links):
+    lines = ["## Plots"]
+    for (name, _, sentence), link in zip(PLOTS, plot_links):
+        lines += ["", sentence, "", f"![{name[:-4]}]({link})"]
+    return lines
+
+
+def section_workloads():
+    lines = ["## Workloads", ""]
+    lines += [f"- **{name}**: {text}" for name, text in WORKLOAD_DEFINITIONS]
+    return lines + ["", COUNTERS_NOTE]
+
+
+def render_markdown(source, context, results, plot_links):
+    stores = sorted(results, key=store_key)
+    lines = ["# Benchmarks", "",
+             f"Generated by `bench/report.py` from `{os.path.basename(source)}`; do not edit by "
+             "hand — rerun `scripts/bench.sh`.", ""]
+    for section in (section_machine(context), section_targets(results, context),
+                    section_full(results), section_all(results, stores),
+                    section_plots(plot_links), section_workloads()):
+        lines += section + [""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", help="Google Benchmark JSON (--benchmark_out_format=json)")
+    parser.add_argument("--out", default="docs/benchmarks.md", help="markdown file to write")
+    parser.add_argument("--plots", default="docs/benchmarks", help="directory for the SVG plots")
+    args = parser.parse_args(argv)
+    try:
+        context, results = load(args.results)
+    except InputError as e:
+        sys.exit(f"report.py: error: {e}")
+    stores = sorted(results, key=store_key)
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(args.plots, exist_ok=True)
+    os.makedirs(out_dir, exist_ok=True)
+    links = []
+    for name, plot, _ in PLOTS:
+        path = os.path.join(args.plots, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(plot(results, stores))
+        print(f"wrote {path}")
+        links.append(os.path.relpath(os.path.abspath(path), out_dir).replace(os.sep, "/"))
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(render_markdown(args.results, context, results, links))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

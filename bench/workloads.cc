@@ -1,0 +1,305 @@
+// The workloads, written once against the public Engine API and registered
+// for every store (SPEC §11). Names are stable: docs/benchmarks.md and the
+// report key on them.
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.h"
+
+namespace mqlite::bench {
+namespace {
+
+constexpr size_t kBody = 256;
+using Steady = std::chrono::steady_clock;
+
+// A store and an engine on a fresh directory, closed at scope exit.
+struct Env {
+  std::unique_ptr<Engine> engine;
+
+  Env(const StoreSpec& spec, const std::string& bench_name) {
+    auto store = spec.open(FreshDir(bench_name));
+    if (!store) Die(bench_name + ": open store", store.error());
+    auto e = Engine::Open(std::move(*store), EngineOptions{});
+    if (!e) Die(bench_name + ": open engine", e.error());
+    engine = std::move(*e);
+  }
+  ~Env() {
+    if (engine) (void)engine->Close();
+  }
+  Engine* operator->() { return engine.get(); }
+
+  void Queue(const std::string& name, QueueConfig c = {}) {
+    c.name = name;
+    Check("CreateQueue " + name, engine->CreateQueue(c).status());
+  }
+  // Sends `n` messages (256 B) in batches of 1,000, with progress.
+  void Fill(const std::string& queue, int64_t n, const std::string& what,
+            std::optional<std::string> group = std::nullopt) {
+    Progress progress(what, n);
+    std::vector<OutgoingMessage> batch;
+    for (int64_t done = 0; done < n;) {
+      const int64_t k = std::min<int64_t>(1'000, n - done);
+      batch.assign(static_cast<size_t>(k), OutgoingMessage{});
+      for (int64_t i = 0; i < k; ++i) {
+        batch[i].body = Body(kBody, done + i);
+        batch[i].group_id = group;
+      }
+      Check("fill " + queue, engine->SendBatch(queue, batch).status());
+      done += k;
+      progress.Update(done);
+    }
+  }
+  std::vector<Message> Receive(const std::string& queue, int max, int64_t wait_ms = 0) {
+    ReceiveOptions o;
+    o.max_messages = max;
+    o.wait_ms = wait_ms;
+    auto r = engine->Receive(queue, o);
+    if (!r) Die("Receive " + queue, r.error());
+    return std::move(*r);
+  }
+};
+
+OutgoingMessage Msg(size_t bytes, int64_t salt) {
+  OutgoingMessage m;
+  m.body = Body(bytes, salt);
+  return m;
+}
+
+void SendOne(benchmark::State& state, const std::string& name, const StoreSpec& spec,
+             size_t body_bytes) {
+  Env env(spec, name);
+  env.Queue("q");
+  const OutgoingMessage m = Msg(body_bytes, 1);
+  TimedLoop(state, 1, [&] { Check(name, env->Send("q", m).status()); });
+}
+
+void SendBatch(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t n = state.range(0);
+  Env env(spec, name);
+  env.Queue("q");
+  std::vector<OutgoingMessage> batch;
+  for (int64_t i = 0; i < n; ++i) batch.push_back(Msg(kBody, i));
+  TimedLoop(state, n, [&] { Check(name, env->SendBatch("q", batch).status()); });
+}
+
+void Cycle(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  Env env(spec, name);
+  env.Queue("q");
+  const OutgoingMessage m = Msg(kBody, 1);
+  TimedLoop(state, 1, [&] {
+    Check(name, env->Send("q", m).status());
+    std::vector<Message> got = env.Receive("q", 1);
+    if (got.size() != 1) Die(name, Status::Internal("receive returned no message"));
+    Check(name, env->Complete("q", got[0].seq, got[0].lock_token));
+  });
+}
+
+void Drain(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t total = state.range(0), queues = state.range(1);
+  Env env(spec, name);
+  std::vector<std::string> names;
+  for (int64_t q = 0; q < queues; ++q) {
+    names.push_back("q" + std::to_string(q));
+    env.Queue(names.back());
+  }
+  Progress fill(name + " fill", total);
+  for (int64_t q = 0; q < queues; ++q) {
+    env.Fill(names[q], total / queues, name + " fill " + names[q]);
+    fill.Update((q + 1) * (total / queues));
+  }
+  Counters counters;
+  counters.Start();
+  int64_t drained = 0;
+  std::vector<SettleItem> items;
+  for (auto _ : state) {
+    drained = DrainRoundRobin(name, queues, total, [&](int64_t q) -> int64_t {
+      std::vector<Message> got = env.Receive(names[q], 16);
+      if (got.empty()) return 0;
+      items.clear();
+      for (const Message& m : got) items.push_back({m.seq, m.lock_token});
+      auto r = env->CompleteBatch(names[q], items);
+      if (!r) Die(name, r.error());
+      for (const Status& st : *r) Check(name + " complete", st);
+      return static_cast<int64_t>(got.size());
+    });
+  }
+  counters.Finish(state, drained);
+}
+
+void EndToEnd(benchmark::State& state, const std::string& name, const StoreSpec& spec,
+              int producers, int consumers, int64_t per_producer) {
+  const int64_t total = per_producer * producers;
+  Env env(spec, name);
+  env.Queue("q");
+  Counters counters;
+  counters.Start();
+  std::atomic<int64_t> consumed{0};
+  std::mutex progress_mu;
+  for (auto _ : state) {
+    Progress progress(name, total);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        const OutgoingMessage m = Msg(kBody, p);
+        for (int64_t i = 0; i < per_producer; ++i) {
+          auto r = env->Send("q", m);
+          if (!r) Die(name + " send", r.error());
+        }
+      });
+    }
+    for (int c = 0; c < consumers; ++c) {
+      threads.emplace_back([&] {
+        while (consumed.load() < total) {
+          std::vector<Message> got = env.Receive("q", 16, 100);
+          for (const Message& m : got) {
+            Check(name + " complete", env->Complete("q", m.seq, m.lock_token));
+          }
+          const int64_t now = consumed.fetch_add(static_cast<int64_t>(got.size())) +
+                              static_cast<int64_t>(got.size());
+          if (!got.empty()) {
+            std::lock_guard<std::mutex> l(progress_mu);
+            progress.Update(now);
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  counters.Finish(state, consumed.load());
+}
+
+// claim_backlog/N and claim_blocked/B: the time of one Receive(max 1),
+// measured alone (manual time); completing the claimed message and refilling
+// the backlog are outside the timed window.
+void Claim(benchmark::State& state, const std::string& name, const StoreSpec& spec, int64_t backlog, int64_t blocked) {
+  Env env(spec, name);
+  QueueConfig c;
+  c.lock_duration_ms = 3'600'000;  // the blocked head stays locked throughout
+  env.Queue("q", c);
+  if (blocked > 0) {
+    env.Fill("q", blocked, name + " blocked group", "blocked");
+    std::vector<Message> head = env.Receive("q", 1);
+    if (head.size() != 1 || head[0].group_id != "blocked") {
+      Die(name, Status::Internal("could not lock the blocked group's head"));
+    }
+  }
+  env.Fill("q", backlog, name + " backlog");
+  const int64_t chunk = std::min<int64_t>(backlog, 500);
+  std::vector<OutgoingMessage> refill;
+  for (int64_t i = 0; i < chunk; ++i) refill.push_back(Msg(kBody, i));
+  Counters counters;
+  counters.Start();
+  double claim_s = 0;
+  int64_t since_refill = 0;
+  for (auto _ : state) {
+    const auto t0 = Steady::now();
+    std::vector<Message> got = env.Receive("q", 1);
+    const auto t1 = Steady::now();
+    const double s = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(s);
+    claim_s += s;
+    if (got.size() != 1 || got[0].group_id) {
+      Die(name, Status::Internal("claim did not return one ungrouped message"));
+    }
+    Check(name, env->Complete("q", got[0].seq, got[0].lock_token));
+    if (++since_refill == chunk) {
+      Check(name + " refill", env->SendBatch("q", refill).status());
+      since_refill = 0;
+    }
+  }
+  counters.Finish(state, state.iterations());
+  state.counters["claim_us"] = claim_s * 1e6 / static_cast<double>(state.iterations());
+}
+
+void OutboxTx(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  Env env(spec, name);
+  env.Queue("q");
+  if (spec.prepare_business) {
+    Check("prepare business table", env->Tx([&](TxContext& tx) { return spec.prepare_business(tx); }));
+  }
+  const OutgoingMessage m = Msg(kBody, 1);
+  int64_t i = 0;
+  TimedLoop(state, 1, [&] {
+    Check(name, env->Tx([&](TxContext& tx) -> Status {
+      if (spec.insert_business) MQLITE_RETURN_IF_ERROR(spec.insert_business(tx, i));
+      return tx.Send("q", m).status();
+    }));
+    ++i;
+  });
+}
+
+void RenewBatch(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t n = state.range(0);
+  Env env(spec, name);
+  QueueConfig c;
+  c.lock_duration_ms = 3'600'000;
+  env.Queue("q", c);
+  env.Fill("q", n, name + " fill");
+  std::vector<SettleItem> items;
+  while (static_cast<int64_t>(items.size()) < n) {
+    for (const Message& m : env.Receive("q", 256)) items.push_back({m.seq, m.lock_token});
+  }
+  TimedLoop(state, n, [&] {
+    auto r = env->RenewBatch("q", items);
+    if (!r) Die(name, r.error());
+    for (const RenewOutcome& o : *r) Check(name, o.status);
+  });
+}
+
+}  // namespace
+
+void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only) {
+  const std::string p = spec.name + "/";
+  // Wall-clock rates (real time) everywhere; the claim workloads time each
+  // claim themselves (manual time).
+  auto reg = [&](const std::string& name, auto fn, bool manual_time = false) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, name, label = spec.label](benchmark::State& s) {
+      fn(s, name);
+      s.SetLabel(label);
+    });
+    b->Unit(benchmark::kMicrosecond);
+    if (manual_time) {
+      b->UseManualTime();
+    } else {
+      b->UseRealTime();
+    }
+    return b;
+  };
+  reg(p + "send_one", [spec](benchmark::State& s, const std::string& n_) { SendOne(s, n_, spec, kBody); })
+      ->MinTime(scale.min_time_s);
+  reg(p + "send_batch", [spec](benchmark::State& s, const std::string& n_) { SendBatch(s, n_, spec); })
+      ->Arg(1)->Arg(10)->Arg(100)->Arg(1000)->MinTime(scale.min_time_s);
+  reg(p + "cycle", [spec](benchmark::State& s, const std::string& n_) { Cycle(s, n_, spec); })->MinTime(scale.min_time_s);
+  reg(p + "e2e/4x4", [spec, n = scale.e2e_per_producer](benchmark::State& s, const std::string& n_) {
+    EndToEnd(s, n_, spec, 4, 4, n);
+  })->Iterations(1);
+  reg(p + "outbox_tx", [spec](benchmark::State& s, const std::string& n_) { OutboxTx(s, n_, spec); })
+      ->MinTime(scale.min_time_s);
+  if (core_only) return;
+  reg(p + "drain", [spec](benchmark::State& s, const std::string& n_) { Drain(s, n_, spec); })
+      ->Args({scale.drain_total, scale.drain_queues})->Iterations(1);
+  for (int64_t backlog : scale.claim_backlogs) {
+    reg(p + "claim_backlog/" + std::to_string(backlog),
+        [spec, backlog](benchmark::State& s, const std::string& n_) { Claim(s, n_, spec, backlog, 0); },
+        true)
+        ->Iterations(scale.claim_iterations);
+  }
+  reg(p + "claim_blocked/" + std::to_string(scale.blocked),
+      [spec, blocked = scale.blocked](benchmark::State& s, const std::string& n_) { Claim(s, n_, spec, 1'000, blocked); },
+      true)
+      ->Iterations(scale.claim_iterations);
+  reg(p + "renew_batch", [spec](benchmark::State& s, const std::string& n_) { RenewBatch(s, n_, spec); })
+      ->Arg(512)->MinTime(scale.min_time_s);
+  for (size_t bytes : {64, 256, 1024, 4096, 16384}) {
+    reg(p + "send_body/" + std::to_string(bytes),
+        [spec, bytes](benchmark::State& s, const std::string& n_) { SendOne(s, n_, spec, bytes); })
+        ->MinTime(scale.min_time_s);
+  }
+}
+
+}  // namespace mqlite::bench
