@@ -106,8 +106,9 @@ int64_t DrainRoundRobin(const std::string& name, int64_t queues, int64_t total,
 // Registers every workload for `spec`; `core_only` registers just send_one,
 // send_batch, cycle, e2e and outbox_tx (the durability=full run).
 void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only);
-// The floor's send_one, send_batch, cycle and drain (see floor.cc).
-void RegisterFloorWorkloads(bool full_durability, const Scale& scale);
+// The floor's send_one, send_batch, cycle and drain (see floor.cc); `spec`
+// registers floor_spec, the floor plus the writes the SPEC obliges.
+void RegisterFloorWorkloads(bool full_durability, bool spec, const Scale& scale);
 
 }  // namespace mqlite::bench
 

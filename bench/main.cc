@@ -200,8 +200,9 @@ int main(int argc, char** argv) {
   }
   if (stores.count("memory")) RegisterEngineWorkloads(MemorySpec(), scale, false);
   if (stores.count("floor")) {
-    RegisterFloorWorkloads(false, scale);
-    if (full_durability) RegisterFloorWorkloads(true, scale);
+    RegisterFloorWorkloads(false, false, scale);
+    RegisterFloorWorkloads(false, true, scale);
+    if (full_durability) RegisterFloorWorkloads(true, false, scale);
   }
   std::cerr << "mqlite-bench: scale " << scale.name << ", data in " << data_dir
             << " (filesystem " << FilesystemOf(data_dir) << ")" << std::endl;

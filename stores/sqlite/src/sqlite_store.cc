@@ -251,6 +251,24 @@ Result<bool> Query::Step() {
   return ToStatus(rc, conn_->db(), "step");
 }
 
+// Transaction control through cached prepared statements: sqlite3_exec would
+// parse the text again on every transaction and savepoint. (These have no
+// query plan, so they are not in the queries.h catalog.)
+constexpr char kBeginWrite[] = "BEGIN IMMEDIATE";
+constexpr char kBeginRead[] = "BEGIN";
+constexpr char kCommit[] = "COMMIT";
+constexpr char kRollback[] = "ROLLBACK";
+// Savepoints nest under one name: RELEASE and ROLLBACK TO act on the
+// innermost savepoint of that name, which is always the one to end here.
+constexpr char kSavepoint[] = "SAVEPOINT mqlite_sp";
+constexpr char kRelease[] = "RELEASE mqlite_sp";
+constexpr char kRollbackTo[] = "ROLLBACK TO mqlite_sp";
+
+Status Control(Conn* conn, const char* literal) {
+  Query q(conn, literal);
+  return q.Exec();
+}
+
 Result<Message> ReadMessage(const Query& q, const std::string& queue_name) {
   Message m;
   m.seq = q.ColInt(0);
@@ -840,18 +858,16 @@ class SqliteTxn final : public StoreTxn {
   // ---- Savepoints, native handle ----
 
   Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
-    std::string name = "mqlite_sp" + std::to_string(++savepoint_depth_);
-    Status s = c_->ExecScript(("SAVEPOINT " + name).c_str(), "savepoint");
+    Status s = Control(c_, kSavepoint);
     if (s.ok()) {
       s = body(*this);
       if (s.ok()) {
-        s = c_->ExecScript(("RELEASE " + name).c_str(), "release savepoint");
+        s = Control(c_, kRelease);
       } else {
-        (void)c_->ExecScript(("ROLLBACK TO " + name + "; RELEASE " + name).c_str(),
-                             "rollback savepoint");
+        (void)Control(c_, kRollbackTo);
+        (void)Control(c_, kRelease);
       }
     }
-    --savepoint_depth_;
     return s;
   }
 
@@ -979,7 +995,6 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Conn* c_;
-  int savepoint_depth_ = 0;
 };
 
 class SqliteStore final : public Store {
@@ -1031,18 +1046,15 @@ class SqliteStore final : public Store {
   }
 
   Status RunLocked(TxnKind kind, const std::function<Status(StoreTxn&)>& body) {
-    MQLITE_RETURN_IF_ERROR(
-        conn_->ExecScript(kind == TxnKind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN", "begin"));
+    MQLITE_RETURN_IF_ERROR(Control(conn_.get(), kind == TxnKind::kWrite ? kBeginWrite : kBeginRead));
     SqliteTxn txn(conn_.get());
     Status s = body(txn);
     if (!s.ok()) {
-      if (!sqlite3_get_autocommit(conn_->db())) (void)conn_->ExecScript("ROLLBACK", "rollback");
+      if (!sqlite3_get_autocommit(conn_->db())) (void)Control(conn_.get(), kRollback);
       return s;
     }
-    s = conn_->ExecScript("COMMIT", "commit");
-    if (!s.ok() && !sqlite3_get_autocommit(conn_->db())) {
-      (void)conn_->ExecScript("ROLLBACK", "rollback");
-    }
+    s = Control(conn_.get(), kCommit);
+    if (!s.ok() && !sqlite3_get_autocommit(conn_->db())) (void)Control(conn_.get(), kRollback);
     return s;
   }
 
