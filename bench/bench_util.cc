@@ -1,3 +1,5 @@
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -38,7 +40,12 @@ std::string FreshDir(const std::string& bench_name) {
   return dir.string();
 }
 
-Counters::Counters() { ResetPeakRss(); }
+Counters::Counters() {
+  // Give memory freed by earlier workloads back to the OS first, so the
+  // high-water mark is this workload's, not what malloc kept cached.
+  malloc_trim(0);
+  ResetPeakRss();
+}
 
 void Counters::Start() { start_ = ReadIo(); }
 

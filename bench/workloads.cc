@@ -21,10 +21,10 @@ using Steady = std::chrono::steady_clock;
 struct Env {
   std::unique_ptr<Engine> engine;
 
-  Env(const StoreSpec& spec, const std::string& bench_name) {
+  Env(const StoreSpec& spec, const std::string& bench_name, EngineOptions options = {}) {
     auto store = spec.open(FreshDir(bench_name));
     if (!store) Die(bench_name + ": open store", store.error());
-    auto e = Engine::Open(std::move(*store), EngineOptions{});
+    auto e = Engine::Open(std::move(*store), options);
     if (!e) Die(bench_name + ": open engine", e.error());
     engine = std::move(*e);
   }
@@ -132,13 +132,16 @@ void Drain(benchmark::State& state, const std::string& name, const StoreSpec& sp
 }
 
 void EndToEnd(benchmark::State& state, const std::string& name, const StoreSpec& spec,
-              int producers, int consumers, int64_t per_producer) {
+              int producers, int consumers, int64_t per_producer, int group_commit_max) {
   const int64_t total = per_producer * producers;
-  Env env(spec, name);
+  EngineOptions options;
+  options.group_commit_max = group_commit_max;
+  Env env(spec, name, options);
   env.Queue("q");
   Counters counters;
   counters.Start();
   std::atomic<int64_t> consumed{0};
+  std::atomic<int64_t> receives{0}, empty_receives{0};
   std::mutex progress_mu;
   for (auto _ : state) {
     Progress progress(name, total);
@@ -156,6 +159,8 @@ void EndToEnd(benchmark::State& state, const std::string& name, const StoreSpec&
       threads.emplace_back([&] {
         while (consumed.load() < total) {
           std::vector<Message> got = env.Receive("q", 16, 100);
+          ++receives;
+          if (got.empty()) ++empty_receives;
           for (const Message& m : got) {
             Check(name + " complete", env->Complete("q", m.seq, m.lock_token));
           }
@@ -171,6 +176,13 @@ void EndToEnd(benchmark::State& state, const std::string& name, const StoreSpec&
     for (std::thread& t : threads) t.join();
   }
   counters.Finish(state, consumed.load());
+  // How the consumers fared: messages per Receive, and the share of
+  // Receives that came back empty (a long-poll woken for a message another
+  // consumer took).
+  state.counters["msgs_per_receive"] =
+      static_cast<double>(consumed.load()) / static_cast<double>(std::max<int64_t>(1, receives));
+  state.counters["empty_receive_share"] =
+      static_cast<double>(empty_receives) / static_cast<double>(std::max<int64_t>(1, receives));
 }
 
 // claim_backlog/N and claim_blocked/B: the time of one Receive(max 1),
@@ -276,8 +288,13 @@ void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool cor
       ->Arg(1)->Arg(10)->Arg(100)->Arg(1000)->MinTime(scale.min_time_s);
   reg(p + "cycle", [spec](benchmark::State& s, const std::string& n_) { Cycle(s, n_, spec); })->MinTime(scale.min_time_s);
   reg(p + "e2e/4x4", [spec, n = scale.e2e_per_producer](benchmark::State& s, const std::string& n_) {
-    EndToEnd(s, n_, spec, 4, 4, n);
+    EndToEnd(s, n_, spec, 4, 4, n, EngineOptions{}.group_commit_max);
   })->Iterations(1);
+  // The same with group commit off: what coalescing buys (SPEC §9).
+  reg(p + "e2e_nogroup/4x4",
+      [spec, n = scale.e2e_per_producer](benchmark::State& s, const std::string& n_) {
+        EndToEnd(s, n_, spec, 4, 4, n, 1);
+      })->Iterations(1);
   reg(p + "outbox_tx", [spec](benchmark::State& s, const std::string& n_) { OutboxTx(s, n_, spec); })
       ->MinTime(scale.min_time_s);
   if (core_only) return;

@@ -1,6 +1,7 @@
 #include "mqlite/engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -91,15 +92,26 @@ struct Engine::Impl {
   Clock* clock = nullptr;
   StoreCapabilities caps;
 
-  // Guards everything below. Never held across a store call.
+  // The waits below sleep under mu; never held across a store call. The
+  // counters are atomics so a call's admission and Wake() take no lock on
+  // the common path (seq_cst: a Close or a waiter that registers under mu
+  // and then re-checks cannot miss an update).
   std::mutex mu;
   std::condition_variable_any cv;  // in-flight drain, long-poll wake-ups
   std::condition_variable maintenance_cv;  // the maintenance thread's sleep; Close
-  bool closed = false;
-  bool close_done = false;
-  int inflight = 0;
-  int waiters = 0;
-  uint64_t wake_gen = 0;  // bumped when messages may have become eligible
+  std::atomic<bool> closed{false};
+  bool close_done = false;  // guarded by mu
+  std::atomic<int> inflight{0};
+  std::atomic<int> waiters{0};
+  std::atomic<uint64_t> wake_gen{0};  // bumped when messages may have become eligible
+
+  // Ends one in-flight call; the last one out after Close wakes it.
+  void Leave() {
+    if (inflight.fetch_sub(1) == 1 && closed.load()) {
+      std::lock_guard<std::mutex> l(mu);
+      cv.notify_all();
+    }
+  }
 
   std::thread maintenance_thread;
 
@@ -125,20 +137,15 @@ struct Engine::Impl {
         impl_ = nullptr;
         return;
       }
-      std::lock_guard<std::mutex> l(impl_->mu);
-      if (impl_->closed) {
+      impl_->inflight.fetch_add(1);
+      if (impl_->closed.load()) {
+        impl_->Leave();
         status_ = Status::Closed(std::string(what) + ": engine is closed");
         impl_ = nullptr;
-        return;
       }
-      ++impl_->inflight;
     }
     ~Call() {
-      if (!impl_) return;
-      std::lock_guard<std::mutex> l(impl_->mu);
-      // Only Close waits for the drain; waking on every call would cost each
-      // call a futex round trip.
-      if (--impl_->inflight == 0 && impl_->closed) impl_->cv.notify_all();
+      if (impl_) impl_->Leave();
     }
     Call(const Call&) = delete;
     Call& operator=(const Call&) = delete;
@@ -165,11 +172,20 @@ struct Engine::Impl {
     const CallOptions* call;
     State state = State::kQueued;
     Status status;
+    // This caller's own wake-up (done, or its turn to lead), so a commit
+    // wakes exactly its members instead of every waiter. Notified only with
+    // gc_mu held: the request lives on its caller's stack.
+    std::condition_variable_any cv;
   };
   std::mutex gc_mu;  // guards gc_queue, gc_leading and every request's state
-  std::condition_variable_any gc_cv;
   std::deque<WriteRequest*> gc_queue;
   bool gc_leading = false;
+
+  // With gc_mu held: no group is running, so the oldest queued caller leads
+  // the next one.
+  void HandOffLocked() {
+    if (!gc_leading && !gc_queue.empty()) gc_queue.front()->cv.notify_one();
+  }
 
   // Errors that belong to one request: its savepoint rolled back cleanly and
   // the transaction is as it was before the request. Anything else (a store
@@ -194,13 +210,13 @@ struct Engine::Impl {
       return store->Run(TxnKind::kWrite, ToRunOptions(call), body);
     }
     using State = WriteRequest::State;
-    WriteRequest req{&body, &call, State::kQueued, Status::OK()};
+    WriteRequest req{&body, &call, State::kQueued, Status::OK(), {}};
     std::unique_lock<std::mutex> l(gc_mu);
     gc_queue.push_back(&req);
     for (;;) {
       if (req.state == State::kDone) return req.status;
       if (req.state == State::kTaken) {  // running in a group: wait for its commit
-        gc_cv.wait(l, [&] { return req.state == State::kDone; });
+        req.cv.wait(l, [&] { return req.state == State::kDone; });
         continue;
       }
       if (!gc_leading) {
@@ -209,15 +225,16 @@ struct Engine::Impl {
         LeadGroup(req);
         l.lock();
         gc_leading = false;
-        if (!gc_queue.empty()) gc_cv.notify_all();  // one of them leads next
+        HandOffLocked();
         continue;
       }
       auto ready = [&] { return req.state != State::kQueued || !gc_leading; };
       bool woke = call.deadline == SteadyClock::time_point::max()
-                      ? gc_cv.wait(l, call.stop_token, ready)
-                      : gc_cv.wait_until(l, call.stop_token, call.deadline, ready);
+                      ? req.cv.wait(l, call.stop_token, ready)
+                      : req.cv.wait_until(l, call.stop_token, call.deadline, ready);
       if (!woke && req.state == State::kQueued) {
         gc_queue.erase(std::find(gc_queue.begin(), gc_queue.end(), &req));
+        HandOffLocked();  // it may have been this caller's turn to lead
         return CheckCancelled(call, "waiting for the writer");
       }
     }
@@ -226,31 +243,46 @@ struct Engine::Impl {
   // Runs one group transaction. On return, every request it took is done;
   // `leader` may still be queued (not taken because the group was full, or
   // the transaction never started), and if it was cancelled it is done too.
+  //
+  // Optimistic first: the members run one after another with no savepoints
+  // (a savepoint costs SQLite an allocation and a page-set scan per member).
+  // If any member fails, that attempt is rolled back whole and the group is
+  // run again with each member in its own savepoint, so a failing request
+  // never fails its neighbours; a store error there sends everyone solo.
   void LeadGroup(WriteRequest& leader) {
     using State = WriteRequest::State;
     std::vector<WriteRequest*> taken;
     bool started = false;
-    Status s = store->Run(TxnKind::kWrite, ToRunOptions(*leader.call), [&](StoreTxn& txn) {
-      if (!started) {  // a rerun (RunOptions::rerunnable) keeps the same members
-        started = true;
-        std::lock_guard<std::mutex> g(gc_mu);
-        while (!gc_queue.empty() && taken.size() < static_cast<size_t>(options.group_commit_max)) {
-          gc_queue.front()->state = State::kTaken;
-          taken.push_back(gc_queue.front());
-          gc_queue.pop_front();
+    bool member_failed = false;
+    auto attempt = [&](bool isolate) {
+      return store->Run(TxnKind::kWrite, ToRunOptions(*leader.call), [&](StoreTxn& txn) {
+        if (!started) {  // a rerun (RunOptions::rerunnable) keeps the same members
+          started = true;
+          std::lock_guard<std::mutex> g(gc_mu);
+          while (!gc_queue.empty() &&
+                 taken.size() < static_cast<size_t>(options.group_commit_max)) {
+            gc_queue.front()->state = State::kTaken;
+            taken.push_back(gc_queue.front());
+            gc_queue.pop_front();
+          }
         }
-      }
-      if (taken.size() == 1) return (*taken[0]->body)(txn);  // alone: exactly a solo Run
-      for (WriteRequest* r : taken) {
-        r->status = CheckCancelled(*r->call, "waiting for the writer");
-        if (!r->status.ok()) continue;
-        r->status = txn.Savepoint(*r->body);
-        if (!r->status.ok() && !RequestLocal(r->status.code())) {
-          return r->status;
+        if (taken.size() == 1) return (*taken[0]->body)(txn);  // alone: exactly a solo Run
+        member_failed = false;
+        for (WriteRequest* r : taken) {
+          r->status = CheckCancelled(*r->call, "waiting for the writer");
+          if (!r->status.ok()) continue;  // ran nothing
+          r->status = isolate ? txn.Savepoint(*r->body) : (*r->body)(txn);
+          if (r->status.ok()) continue;
+          if (!isolate || !RequestLocal(r->status.code())) {
+            member_failed = !isolate;
+            return r->status;
+          }
         }
-      }
-      return Status::OK();
-    });
+        return Status::OK();
+      });
+    };
+    Status s = attempt(/*isolate=*/false);
+    if (started && taken.size() > 1 && member_failed) s = attempt(/*isolate=*/true);
     if (!started) {
       // The transaction never began (the leader was cancelled while waiting
       // for the store, or BEGIN failed): that is the leader's answer alone.
@@ -272,8 +304,10 @@ struct Engine::Impl {
       for (WriteRequest* r : taken) r->status = s;  // the commit's fate is every member's
     }
     std::lock_guard<std::mutex> g(gc_mu);
-    for (WriteRequest* r : taken) r->state = State::kDone;
-    if (taken.size() > 1 || (taken.size() == 1 && taken[0] != &leader)) gc_cv.notify_all();
+    for (WriteRequest* r : taken) {
+      r->state = State::kDone;
+      if (r != &leader) r->cv.notify_one();
+    }
   }
   Status Read(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
     return store->Run(TxnKind::kRead, ToRunOptions(call), body);
@@ -281,15 +315,14 @@ struct Engine::Impl {
 
   // Wakes long-poll waiters: something may have become eligible.
   void Wake() {
-    std::lock_guard<std::mutex> l(mu);
-    ++wake_gen;
-    if (waiters > 0) cv.notify_all();
+    wake_gen.fetch_add(1);
+    if (waiters.load() > 0) {
+      std::lock_guard<std::mutex> l(mu);  // a waiter between its check and its sleep holds mu
+      cv.notify_all();
+    }
   }
 
-  uint64_t WakeGen() {
-    std::lock_guard<std::mutex> l(mu);
-    return wake_gen;
-  }
+  uint64_t WakeGen() { return wake_gen.load(); }
 
   // The shape of most single-queue calls: check the name, then one store
   // transaction of `kind` that looks the queue up and runs fn(txn, queue).
@@ -531,17 +564,17 @@ struct Engine::Impl {
 
   void MaintenanceLoop() {
     std::unique_lock<std::mutex> l(mu);
-    while (!closed) {
+    while (!closed.load()) {
       maintenance_cv.wait_for(l, std::chrono::milliseconds(options.maintenance_interval_ms),
-                  [&] { return closed; });
-      if (closed) break;
-      ++inflight;
+                              [&] { return closed.load(); });
+      if (closed.load()) break;
+      inflight.fetch_add(1);
       l.unlock();
       // A failed pass changed nothing it did not commit (one commit per
       // queue); the next pass retries.
       (void)MaintainAll(options.maintenance_batch, CallOptions{});
+      Leave();
       l.lock();
-      if (--inflight == 0 && closed) cv.notify_all();
     }
   }
 };
@@ -722,18 +755,18 @@ Status Engine::Close() {
   }
   {
     std::unique_lock<std::mutex> l(i->mu);
-    if (i->closed) {
+    if (i->closed.load()) {
       i->cv.wait(l, [&] { return i->close_done; });
       return Status::OK();
     }
-    i->closed = true;
+    i->closed.store(true);
     i->cv.notify_all();  // long-poll waiters
     i->maintenance_cv.notify_all();
   }
   if (i->maintenance_thread.joinable()) i->maintenance_thread.join();
   {
     std::unique_lock<std::mutex> l(i->mu);
-    i->cv.wait(l, [&] { return i->inflight == 0; });
+    i->cv.wait(l, [&] { return i->inflight.load() == 0; });
   }
   i->store.reset();  // releases an embedded store's file lock
   std::lock_guard<std::mutex> l(i->mu);
@@ -903,12 +936,12 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
     if (!got.empty() || replayed || options.wait_ms == 0) return got;
     std::unique_lock<std::mutex> l(impl_->mu);
     if (SteadyClock::now() >= wait_end) return got;
-    ++impl_->waiters;
+    impl_->waiters.fetch_add(1);
     const auto until = std::min({wait_end, SteadyClock::now() + recheck, call.deadline});
     impl_->cv.wait_until(l, call.stop_token, until,
-                         [&] { return impl_->closed || impl_->wake_gen != gen; });
-    --impl_->waiters;
-    if (impl_->closed) {
+                         [&] { return impl_->closed.load() || impl_->wake_gen.load() != gen; });
+    impl_->waiters.fetch_sub(1);
+    if (impl_->closed.load()) {
       return Status::Closed(QueueLabel(queue) + ": engine closed during Receive");
     }
     l.unlock();
