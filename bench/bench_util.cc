@@ -10,7 +10,7 @@
 namespace mqlite::bench {
 
 Scale FullScale() {
-  return Scale{"full", 1.0, 100'000, 10, 10'000, 2'000, {1, 1'000, 100'000, 1'000'000}, 20'000};
+  return Scale{"full", 0.5, 100'000, 10, 10'000, 2'000, {1, 1'000, 100'000, 1'000'000}, 20'000};
 }
 
 Scale SmokeScale() {

@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("group_commit_max",
                               std::to_string(mqlite::EngineOptions{}.group_commit_max));
   benchmark::AddCustomContext("scale", scale.name);
+  benchmark::AddCustomContext("min_time_s", std::to_string(scale.min_time_s));
 
   if (stores.count("sqlite")) {
     RegisterEngineWorkloads(SqliteSpec(false), scale, /*core_only=*/false);

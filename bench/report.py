@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 from collections import defaultdict
 from xml.sax.saxutils import escape
@@ -102,13 +103,14 @@ def entry_fields(b):
 
 
 def merge(entries):
-    """One result from one or more entries (repetitions without aggregates are averaged)."""
+    """One result from one or more entries: the median of repetitions (robust to the one
+    repetition a noisy neighbour slowed down)."""
     fields = [entry_fields(b) for b in entries]
     ok = [f for f in fields if not f["error"]]
     out = {"label": (ok or fields)[0]["label"], "error": None if ok else fields[0]["error"]}
     for key in NUMERIC_FIELDS:  # a failed run's numbers are meaningless: all stay None
         values = [f[key] for f in ok if f[key] is not None]
-        out[key] = sum(values) / len(values) if values else None
+        out[key] = statistics.median(values) if values else None
     return out
 
 
@@ -123,20 +125,20 @@ def load(path):
         raise InputError(f"{path} is not valid JSON: {e}")
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise InputError(f"{path} is not Google Benchmark JSON (no \"benchmarks\" list)")
-    groups = defaultdict(lambda: {"iteration": [], "mean": []})
+    groups = defaultdict(lambda: {"iteration": [], "median": []})
     for b in doc["benchmarks"]:
         if not isinstance(b, dict) or not isinstance(b.get("name"), str):
             continue
         if b.get("run_type") == "aggregate":
-            if b.get("aggregate_name") != "mean":
+            if b.get("aggregate_name") != "median":
                 continue
-            run = b.get("run_name") or re.sub(r"_mean$", "", b["name"])
-            groups[split_name(run)]["mean"].append(b)
+            run = b.get("run_name") or re.sub(r"_median$", "", b["name"])
+            groups[split_name(run)]["median"].append(b)
         else:
             groups[split_name(b.get("run_name") or b["name"])]["iteration"].append(b)
     results = defaultdict(dict)
     for (store, workload), g in groups.items():
-        results[store][workload] = merge(g["mean"] or g["iteration"])
+        results[store][workload] = merge(g["median"] or g["iteration"])
     if not results:
         raise InputError(f"{path} holds no benchmark results")
     context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
@@ -522,6 +524,7 @@ def section_machine(context):
             ("mqlite_version", "mqlite_version"), ("build_type", "build_type"),
             ("library_build_type", "library_build_type"), ("git_commit", "git_commit"),
             ("group_commit_max", "group_commit_max"), ("scale", "scale"),
+            ("repetitions", "repetitions"), ("min_time_s", "min_time_s"),
             ("load_avg", "load_avg"), ("cpu_scaling_enabled", "cpu_scaling_enabled"),
             ("caches", "caches"), ("executable", "executable")]
     out = []
@@ -536,8 +539,10 @@ def section_machine(context):
         out.append((title, f"`{v}`" if key in ("git_commit", "bench_dir", "executable") else v))
     lines = ["## Machine and settings", ""]
     lines.append(table(["Setting", "Value"], out) if out else "_The results file has no context._")
-    lines += ["", "All numbers come from one run of one process; compare ratios, not absolute "
-              "figures — this is a shared 2-core machine."]
+    lines += ["", "All numbers come from one run of one process; each is the median of its "
+              "repetitions, which ran in random interleaved order, so a slow spell of the machine "
+              "hits the store and the floor alike. Compare ratios, not absolute figures — this is "
+              "a shared 2-core machine, and absolute figures move by 10–20 % between runs."]
     return lines
 
 

@@ -10,7 +10,7 @@
 # docs/benchmarks.md and the SVG plots beside it. Data files go to
 # build/bench-data (a disk-backed directory; tmpfs would flatter the numbers).
 # Progress: Google Benchmark prints a line per workload, long set-ups print
-# percentages. Takes a few minutes.
+# percentages. Takes about ten minutes.
 #
 # Extra arguments go to mqlite-bench, e.g. --benchmark_filter='sqlite' or
 # --scale=smoke (then the report is written under build/bench-smoke instead
@@ -37,7 +37,10 @@ mkdir -p "$(dirname "$out_json")"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit="$commit+dirty"; fi
 
+# Three repetitions of everything in random interleaved order; the report
+# takes each median. Later flags in "$@" override these.
 build/default/bench/mqlite-bench --data-dir=build/bench-data \
+  --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true \
   --benchmark_out="$out_json" --benchmark_out_format=json \
-  --benchmark_context=git_commit="$commit" "$@"
+  --benchmark_context=git_commit="$commit",repetitions=3 "$@"
 python3 bench/report.py "$out_json" --out "$out_md" --plots "$plots"
