@@ -35,7 +35,10 @@ for a in "$@"; do
 done
 mkdir -p "$(dirname "$out_json")"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit="$commit+dirty"; fi
+# "+dirty" when the code differs from the commit (the report's own outputs aside).
+if [[ -n "$(git status --porcelain -- . ':!docs/benchmarks.md' ':!docs/benchmarks' 2>/dev/null)" ]]; then
+  commit="$commit+dirty"
+fi
 
 # Three repetitions of everything in random interleaved order; the report
 # takes each median. Later flags in "$@" override these.
