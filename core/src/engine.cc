@@ -162,10 +162,11 @@ struct Engine::Impl {
   //
   // Leader/follower: a write call queues its request; if no group is running,
   // it leads one: inside a single store transaction it takes the queued
-  // requests (up to group_commit_max, oldest first) and runs each in its own
-  // savepoint. The others wait for their request to be done. Requests are
-  // taken only once the leader's transaction has started, so a caller still
-  // queued can give up on cancellation having done nothing (SPEC §10).
+  // requests (up to group_commit_max, oldest first) and runs them in order
+  // (see LeadGroup for how a failing member is isolated). The others wait for
+  // their request to be done. Requests are taken only once the leader's
+  // transaction has started, so a caller still queued can give up on
+  // cancellation having done nothing (SPEC §10).
   struct WriteRequest {
     enum class State { kQueued, kTaken, kDone };
     const std::function<Status(StoreTxn&)>* body;
@@ -309,6 +310,7 @@ struct Engine::Impl {
       if (r != &leader) r->cv.notify_one();
     }
   }
+
   Status Read(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
     return store->Run(TxnKind::kRead, ToRunOptions(call), body);
   }
