@@ -11,8 +11,11 @@
 // returns OK and leaves no trace otherwise (SPEC §1). The engine composes
 // several operations into one Run when the SPEC needs them in one commit (a
 // send and its dedup records; a settle and its receipt), and may compose the
-// requests of several callers into one Run (group commit, SPEC §9), isolating
-// each in a Savepoint so a failing request never fails its neighbours.
+// requests of several callers into one Run (group commit, SPEC §9): they run
+// back to back, and if one fails the Run is rolled back and redone with each
+// request in its own Savepoint, so a failing request never fails its
+// neighbours. An operation that returns one of its contract's own errors
+// must therefore leave the transaction usable.
 //
 // Nothing here assumes SQL, a single writer, or a file. A store chooses its
 // own concurrency: Run may serialise bodies (SQLite, LMDB) or run them
