@@ -46,39 +46,8 @@ using namespace ::mqlite::tck::suite;  // NOLINT(build/namespaces)
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Turns a hang into a failure; far above what the tests need even under TSan.
-constexpr auto kHangBound = std::chrono::seconds(120);
 // "Returned long before the 20 s wait": a functional check, not a perf budget.
 constexpr auto kFunctionalBound = std::chrono::seconds(10);
-
-// Thread-safe collection of failures seen on worker threads, reported on the
-// main thread.
-class Errors {
- public:
-  void Add(const std::string& e) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (errors_.size() < 20) errors_.push_back(e);
-    ++count_;
-    any_.store(true);
-  }
-  // Lets workers stop early instead of running into the hang bound.
-  bool any() const { return any_.load(); }
-  void ExpectNone() {
-    std::lock_guard<std::mutex> l(mu_);
-    EXPECT_EQ(count_, 0) << "first errors:\n" << Join();
-  }
-
- private:
-  std::string Join() const {
-    std::string out;
-    for (const std::string& e : errors_) out += "  " + e + "\n";
-    return out;
-  }
-  std::mutex mu_;
-  std::vector<std::string> errors_;
-  int count_ = 0;
-  std::atomic<bool> any_{false};
-};
 
 ReceiveOptions Wait(int64_t wait_ms) {
   ReceiveOptions o;
@@ -731,6 +700,42 @@ TEST_P(TckConcurrency, Spec10_LongPollDeadlineEndsTheWaitWithCancelled) {
   EXPECT_LT(Steady::now() - t0, kFunctionalBound);
 }
 
+// Holds an exclusive store's single writer: a Tx that runs `first` (if
+// given) and then parks in its callback until Release(). The constructor
+// returns once the Tx is inside its callback.
+class HeldWriter {
+ public:
+  explicit HeldWriter(Engine& e, std::function<Status(TxContext&)> first = nullptr) {
+    holder_ = std::async(std::launch::async, [this, &e, first] {
+      return e.Tx([&](TxContext& tx) -> Status {
+        Status s = first ? first(tx) : Status::OK();
+        entered_.set_value();
+        if (!s.ok()) return s;
+        released_.wait();
+        return Status::OK();
+      });
+    });
+    entered_f_.wait();
+  }
+  HeldWriter(const HeldWriter&) = delete;
+  HeldWriter& operator=(const HeldWriter&) = delete;
+  ~HeldWriter() {
+    if (holder_.valid()) (void)Release();
+  }
+  // Lets the Tx commit; returns its status.
+  Status Release() {
+    release_.set_value();
+    return holder_.get();
+  }
+
+ private:
+  std::promise<void> entered_;
+  std::future<void> entered_f_ = entered_.get_future();
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+  std::future<Status> holder_;
+};
+
 TEST_P(TckConcurrency, Spec10_CallWaitingForTheWriterIsCancelledAndWritesNothing) {
   // Only a store that serialises writers makes a call wait for the writer
   // (the embedded, exclusive stores); a shared store runs it concurrently.
@@ -738,24 +743,12 @@ TEST_P(TckConcurrency, Spec10_CallWaitingForTheWriterIsCancelledAndWritesNothing
   MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
   // SPEC §10, §9: thread 1 holds the single writer (a Tx blocked in its
   // callback); thread 2's Send with a 100 ms deadline gives up with Cancelled.
-  std::promise<void> inside;
-  std::promise<void> release;
-  std::shared_future<void> release_f = release.get_future().share();
-  auto holder = std::async(std::launch::async, [&] {
-    return engine().Tx([&](TxContext& tx) -> Status {
-      MQLITE_RETURN_IF_ERROR(tx.Send("cq", Out("from tx")).status());
-      inside.set_value();
-      release_f.wait();
-      return Status::OK();
-    });
-  });
-  inside.get_future().wait();
+  HeldWriter writer(engine(), [](TxContext& tx) { return tx.Send("cq", Out("from tx")).status(); });
 
   const auto t0 = Steady::now();
   Status s = engine().Send("cq", Out("from waiter"), CallOptions::Timeout(100)).status();
   const auto took = Steady::now() - t0;
-  release.set_value();
-  MQ_ASSERT_OK(holder.get());
+  MQ_ASSERT_OK(writer.Release());
 
   MQ_EXPECT_CODE(s, kCancelled);
   EXPECT_LT(took, kFunctionalBound);
@@ -772,17 +765,7 @@ TEST_P(TckConcurrency, Spec10_StopWhileWaitingForTheWriterIsCancelled) {
   // SPEC §10: the same with a stop token instead of a deadline, on a settle.
   MQ_ASSERT_OK(SendBody(engine(), "cq", "m"));
   MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne(engine(), "cq"));
-  std::promise<void> inside;
-  std::promise<void> release;
-  std::shared_future<void> release_f = release.get_future().share();
-  auto holder = std::async(std::launch::async, [&] {
-    return engine().Tx([&](TxContext&) -> Status {
-      inside.set_value();
-      release_f.wait();
-      return Status::OK();
-    });
-  });
-  inside.get_future().wait();
+  HeldWriter writer(engine());
 
   std::stop_source src;
   CallOptions call;
@@ -792,8 +775,7 @@ TEST_P(TckConcurrency, Spec10_StopWhileWaitingForTheWriterIsCancelled) {
   std::this_thread::sleep_for(milliseconds(100));
   src.request_stop();
   const bool prompt = waiter.wait_for(kFunctionalBound) == std::future_status::ready;
-  release.set_value();
-  MQ_ASSERT_OK(holder.get());
+  MQ_ASSERT_OK(writer.Release());
   ASSERT_TRUE(prompt) << "Complete waiting for the writer ignored request_stop()";
   MQ_EXPECT_CODE(waiter.get(), kCancelled);
 
@@ -872,17 +854,7 @@ struct Probed {
   // exclusive store serialises writers, so they queue up), then releases it.
   // Returns each call's status, in the order given.
   std::vector<Status> BehindBusyWriter(const std::vector<std::function<Status()>>& calls) {
-    std::promise<void> inside;
-    std::promise<void> release;
-    std::shared_future<void> release_f = release.get_future().share();
-    auto holder = std::async(std::launch::async, [&] {
-      return engine->Tx([&](TxContext&) -> Status {
-        inside.set_value();
-        release_f.wait();
-        return Status::OK();
-      });
-    });
-    inside.get_future().wait();
+    HeldWriter writer(*engine);
     std::atomic<int> started{0};
     std::vector<std::future<Status>> fs;
     for (const auto& call : calls) {
@@ -895,8 +867,7 @@ struct Probed {
     // Let the callers reach the writer. Grouping is asserted with retries, so
     // a slow scheduler makes a round ungrouped, not the test red.
     std::this_thread::sleep_for(milliseconds(50));
-    release.set_value();
-    EXPECT_TRUE(IsOk(holder.get()));
+    EXPECT_TRUE(IsOk(writer.Release()));
     std::vector<Status> out;
     for (auto& f : fs) out.push_back(f.get());
     return out;
@@ -1019,18 +990,8 @@ TEST_P(TckConcurrency, Spec10_WriterQueuedBehindAGroupLeaderIsCancelledAndWrites
   // SPEC §10: a caller queued for the next group (behind the one already
   // waiting at the store) still gives up promptly on its deadline; the
   // leader is unaffected.
-  std::promise<void> inside;
-  std::promise<void> release;
-  std::shared_future<void> release_f = release.get_future().share();
   const int runs0 = p.probe->write_runs.load();
-  auto holder = std::async(std::launch::async, [&] {
-    return e.Tx([&](TxContext&) -> Status {
-      inside.set_value();
-      release_f.wait();
-      return Status::OK();
-    });
-  });
-  inside.get_future().wait();
+  HeldWriter writer(e);
   auto leader = std::async(std::launch::async, [&] { return e.Send("gq", Out("leader")).status(); });
   const auto bound = Steady::now() + kHangBound;
   while (p.probe->write_runs.load() < runs0 + 2 && Steady::now() < bound) {
@@ -1039,8 +1000,7 @@ TEST_P(TckConcurrency, Spec10_WriterQueuedBehindAGroupLeaderIsCancelledAndWrites
   const auto t0 = Steady::now();
   Status s = e.Send("gq", Out("gives up"), CallOptions::Timeout(100)).status();
   const auto took = Steady::now() - t0;
-  release.set_value();
-  MQ_ASSERT_OK(holder.get());
+  MQ_ASSERT_OK(writer.Release());
   MQ_EXPECT_OK(leader.get());
   MQ_EXPECT_CODE(s, kCancelled);
   EXPECT_LT(took, kFunctionalBound);
@@ -1048,5 +1008,6 @@ TEST_P(TckConcurrency, Spec10_WriterQueuedBehindAGroupLeaderIsCancelledAndWrites
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].body, "leader");
 }
+
 }  // namespace
 }  // namespace mqlite::tck

@@ -55,8 +55,6 @@ using namespace ::mqlite::tck::suite;  // NOLINT(build/namespaces)
 
 using Steady = std::chrono::steady_clock;
 
-// Turns a hang into a failure; far above what a run needs, even under ASan.
-constexpr auto kHangBound = std::chrono::seconds(120);
 
 // Seeds: MQLITE_INTEGRITY_SEED pins one; otherwise random. Printed.
 uint64_t SweepSeed() {
@@ -92,29 +90,6 @@ struct Ledger {
   std::map<int64_t, int> completed;                 // seq → successful Completes
   std::vector<std::pair<int64_t, std::pair<uint64_t, size_t>>> seen;  // seq → (hash, len)
   std::vector<std::pair<int64_t, std::string>> seen_ids;              // seq → message_id
-};
-
-class Errors {
- public:
-  void Add(const std::string& e) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (errors_.size() < 20) errors_.push_back(e);
-    ++count_;
-    any_.store(true);
-  }
-  bool any() const { return any_.load(); }
-  std::string Summary() {
-    std::lock_guard<std::mutex> l(mu_);
-    std::string out = std::to_string(count_) + " error(s); first:\n";
-    for (const std::string& e : errors_) out += "  " + e + "\n";
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> errors_;
-  int count_ = 0;
-  std::atomic<bool> any_{false};
 };
 
 std::string MessageId(int index) { return "i-" + std::to_string(index); }

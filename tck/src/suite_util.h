@@ -9,7 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -284,6 +287,41 @@ std::string RandomBody(Rng& next, size_t max_len = 4096) {
   }
   return body;
 }
+
+// Turns a hang into a failure in the multi-threaded suites; far above what a
+// run needs, even under ASan or TSan. Not a performance budget.
+inline constexpr auto kHangBound = std::chrono::seconds(120);
+
+// Thread-safe collection of failures seen on worker threads, reported on the
+// main thread (the first 20 kept, all counted).
+class Errors {
+ public:
+  void Add(const std::string& e) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (errors_.size() < 20) errors_.push_back(e);
+    ++count_;
+    any_.store(true);
+  }
+  // Lets workers stop early instead of running into the hang bound.
+  bool any() const { return any_.load(); }
+  // "N error(s); first:" and the kept ones, one per line.
+  std::string Summary() {
+    std::lock_guard<std::mutex> l(mu_);
+    std::string out = std::to_string(count_) + " error(s); first:\n";
+    for (const std::string& e : errors_) out += "  " + e + "\n";
+    return out;
+  }
+  void ExpectNone() {
+    const bool none = !any();
+    EXPECT_TRUE(none) << Summary();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> errors_;
+  int count_ = 0;
+  std::atomic<bool> any_{false};
+};
 
 }  // namespace tck::suite
 }  // namespace mqlite

@@ -120,69 +120,26 @@ class SqliteEngineTest : public ::testing::Test {
 
   Engine& engine() { return *engine_; }
 
-  // Creates queue `name` from `config` (its name overwritten).
+  // The kit's helpers (tck/src/suite_util.h) on this fixture's engine.
   Result<QueueConfig> CreateQueue(std::string_view name, QueueConfig config = {}) {
-    config.name = std::string(name);
-    return engine_->CreateQueue(config);
+    return tck::suite::CreateQueue(*engine_, name, std::move(config));
   }
-
   Result<int64_t> SendBody(std::string_view queue, std::string body) {
-    OutgoingMessage m;
-    m.body = std::move(body);
-    return engine_->Send(queue, m);
+    return tck::suite::SendBody(*engine_, queue, std::move(body));
   }
-
-  // Receives exactly one message (NotFound if nothing was eligible).
   Result<Message> ReceiveOne(std::string_view queue, ReceiveMode mode = ReceiveMode::kPeekLock) {
-    ReceiveOptions o;
-    o.max_messages = 1;
-    o.mode = mode;
-    Result<std::vector<Message>> got = engine_->Receive(queue, o);
-    if (!got.has_value()) return std::move(got).error();
-    if (got->size() != 1) {
-      return Status::NotFound("ReceiveOne got " + std::to_string(got->size()) + " messages");
-    }
-    return std::move((*got)[0]);
+    return tck::suite::ReceiveOne(*engine_, queue, mode);
   }
-
-  // Receives (PeekLock) up to `max` messages in one call.
   Result<std::vector<Message>> ReceiveMany(std::string_view queue, int max) {
-    ReceiveOptions o;
-    o.max_messages = max;
-    return engine_->Receive(queue, o);
+    return tck::suite::ReceiveMany(*engine_, queue, max);
   }
-
-  // The message `seq` of `queue` as Peek sees it (NotFound if absent).
   Result<Message> Find(std::string_view queue, int64_t seq) {
-    PeekOptions o;
-    o.from_seq = seq - 1;
-    o.max_messages = 1;
-    Result<std::vector<Message>> got = engine_->Peek(queue, o);
-    if (!got.has_value()) return std::move(got).error();
-    if (got->empty() || (*got)[0].seq != seq) {
-      return Status::NotFound("seq " + std::to_string(seq) + " not in queue " + std::string(queue));
-    }
-    return std::move((*got)[0]);
+    return tck::suite::Find(*engine_, queue, seq);
   }
-
-  // Every message of `queue` (optionally of one state), in seq order, paging
-  // through Peek.
   Result<std::vector<Message>> PeekAll(std::string_view queue,
                                        std::optional<MessageState> state = std::nullopt) {
-    std::vector<Message> all;
-    PeekOptions o;
-    o.state = state;
-    o.max_messages = 1000;
-    for (;;) {
-      Result<std::vector<Message>> page = engine_->Peek(queue, o);
-      if (!page.has_value()) return std::move(page).error();
-      if (page->empty()) break;
-      o.from_seq = page->back().seq;
-      for (Message& m : *page) all.push_back(std::move(m));
-    }
-    return all;
+    return tck::suite::PeekAllOf(*engine_, queue, state);
   }
-
   Result<QueueStats> StatsOf(std::string_view queue) { return engine_->Stats(queue); }
 
   TempDir dir_;
