@@ -1,699 +1,189 @@
+// The engine's public methods (mqlite/engine.h) and the operations they share
+// with TxContext (engine_impl.h). Group commit, maintenance, Tx and the
+// idempotency keys live in their own files; argument rules in validate.cc.
 #include "mqlite/engine.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "codec.h"
+#include "engine_impl.h"
+#include "keys.h"
 #include "sha256.h"
 #include "token.h"
 #include "validate.h"
 
 namespace mqlite {
 
+using internal::CheckCancelled;
 using internal::QueueLabel;
-
-namespace {
-
+using internal::ToRunOptions;
 using SteadyClock = std::chrono::steady_clock;
 
-// The engine whose Tx callback is running on this thread, if any: its public
-// methods refuse to run there (they would wait for the transaction the
-// callback is inside of).
+namespace internal {
 thread_local const Engine::Impl* tl_tx_engine = nullptr;
+}  // namespace internal
 
-Status CheckCancelled(const CallOptions& call, std::string_view what) {
-  if (call.stop_token.stop_requested()) {
-    return Status::Cancelled(std::string(what) + ": stop requested");
+namespace {
+std::string Seq(int64_t seq) { return internal::SeqLabel(seq); }
+}  // namespace
+
+// ---- Operations shared by the engine's methods and TxContext ----------------------------
+
+Status Engine::Impl::DoSend(StoreTxn& txn, std::string_view queue, std::span<const OutgoingMessage> messages,
+              bool single, std::vector<SendOutcome>* out, bool* wrote) {
+  *wrote = false;
+  MQLITE_RETURN_IF_ERROR(internal::ValidateSendBatch(queue, messages.size(), options));
+  MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
+  const int64_t now = Now();
+  std::vector<EnqueueItem> items(messages.size());
+  // Every message is validated before anything is written.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    MQLITE_RETURN_IF_ERROR(
+        internal::BuildEnqueueItem(q, options, messages[i], i, now, &items[i]));
   }
-  if (SteadyClock::now() >= call.deadline) {
-    return Status::Cancelled(std::string(what) + ": deadline passed");
+  out->assign(messages.size(), SendOutcome{});
+  if (q.config.dedup_window_ms <= 0) {
+    MQLITE_ASSIGN_OR_RETURN(std::vector<int64_t> seqs, txn.Enqueue(q, items));
+    for (size_t i = 0; i < seqs.size(); ++i) (*out)[i].seq = seqs[i];
+    *wrote = true;
+    return Status::OK();
   }
+  // Dedup: classify each slot, insert the new ones in one Enqueue, then
+  // record their keys in the same commit.
+  struct NewKey {
+    size_t slot;
+    std::string hash;
+  };
+  std::map<std::string, NewKey> batch;        // key → first slot with it
+  std::vector<std::pair<size_t, size_t>> refs;  // slot → earlier slot
+  std::vector<size_t> fresh;
+  std::vector<std::string> keys(messages.size());
+  for (size_t i = 0; i < messages.size(); ++i) {
+    keys[i] = internal::DedupKey(messages[i]);
+    std::string hash = internal::Sha256::HashBytes(messages[i].body);
+    int64_t original = 0;
+    bool same = false, known = false;
+    if (auto it = batch.find(keys[i]); it != batch.end()) {
+      known = true;
+      same = it->second.hash == hash;
+      if (same) refs.emplace_back(i, it->second.slot);
+    } else {
+      MQLITE_ASSIGN_OR_RETURN(std::optional<DedupRecord> rec, txn.FindDedup(q, keys[i], now));
+      if (rec) {
+        known = true;
+        same = rec->body_hash == hash;
+        original = rec->seq;
+      }
+    }
+    if (!known) {
+      batch.emplace(keys[i], NewKey{i, std::move(hash)});
+      fresh.push_back(i);
+      continue;
+    }
+    if (same) {
+      (*out)[i].seq = original;  // 0 for a ref, resolved below
+      (*out)[i].duplicate = true;
+      continue;
+    }
+    std::string what = messages[i].message_id && !messages[i].message_id->empty()
+                           ? "message_id '" + *messages[i].message_id + "'"
+                           : std::string("body hash");
+    Status conflict = Status::DedupConflict(
+        QueueLabel(queue) + ": message " + std::to_string(i) + ": " + what +
+        " was already sent within the dedup window with a different body" +
+        (original ? " (original " + Seq(original) + ")"
+                  : " (earlier in this batch, message " +
+                        std::to_string(batch.at(keys[i]).slot) + ")"));
+    if (single) return conflict;
+    (*out)[i].status = std::move(conflict);  // SPEC §4: the slot fails alone
+  }
+  if (!fresh.empty()) {
+    std::vector<EnqueueItem> to_insert;
+    to_insert.reserve(fresh.size());
+    for (size_t i : fresh) to_insert.push_back(items[i]);
+    MQLITE_ASSIGN_OR_RETURN(std::vector<int64_t> inserted, txn.Enqueue(q, to_insert));
+    for (size_t k = 0; k < fresh.size(); ++k) {
+      size_t i = fresh[k];
+      (*out)[i].seq = inserted[k];
+      DedupRecord rec{inserted[k], batch.at(keys[i]).hash, now + q.config.dedup_window_ms};
+      MQLITE_RETURN_IF_ERROR(txn.PutDedup(q, keys[i], rec));
+    }
+    *wrote = true;
+  }
+  for (auto [slot, earlier] : refs) (*out)[slot].seq = (*out)[earlier].seq;
   return Status::OK();
 }
 
-RunOptions ToRunOptions(const CallOptions& call, bool rerunnable = true) {
-  RunOptions o;
-  o.rerunnable = rerunnable;
-  o.stop = call.stop_token;
-  o.deadline = call.deadline;
-  return o;
+Result<SettleResult> Engine::Impl::DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req) {
+  req.renew_until = req.now + q.config.lock_duration_ms;
+  auto r = txn.Settle(q, req);
+  const bool has_receipt = req.op != SettleOp::kRenew;  // Renew never replays
+  if (r) {
+    if (has_receipt) {
+      MQLITE_RETURN_IF_ERROR(
+          txn.PutReceipt(internal::ReceiptKey(q.id, req), req.now + options.receipt_retention_ms));
+    }
+    return r;
+  }
+  if (r.error().code() != StatusCode::kLockLost) return r.error();
+  if (has_receipt) {
+    MQLITE_ASSIGN_OR_RETURN(bool live, txn.FindReceipt(internal::ReceiptKey(q.id, req), req.now));
+    if (live) return SettleResult{};  // replayed: the original effect stands
+  }
+  return LockLostError(q.config.name, req.seq, req.op);
 }
 
-std::string Seq(int64_t seq) { return "seq " + std::to_string(seq); }
-
-// SPEC §4: (queue, message_id), or (queue, SHA-256 of body) when the id is
-// absent or empty. The prefix keeps the two key spaces apart.
-std::string DedupKey(const OutgoingMessage& m) {
-  if (m.message_id && !m.message_id->empty()) return "i" + *m.message_id;
-  return "h" + internal::Sha256::HashBytes(m.body);
+Result<SettleResult> Engine::Impl::SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req) {
+  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
+  MQLITE_RETURN_IF_ERROR(internal::ValidateToken(queue, req.seq, req.token));
+  MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
+  req.now = Now();
+  return DoSettle(txn, q, std::move(req));
 }
 
-// SPEC §7.2: a receipt is keyed by the whole request — queue, seq, token,
-// operation and the arguments that change its effect.
-std::string ReceiptKey(int64_t queue_id, const SettleRequest& r) {
-  internal::Sha256 h;
-  h.UpdateField("mqlite-receipt-1");
-  h.UpdateInt(queue_id);
-  h.UpdateInt(r.seq);
-  h.Update(std::string_view(reinterpret_cast<const char*>(r.token.bytes.data()), 16));
-  h.UpdateInt(static_cast<int>(r.op));
-  if (r.op == SettleOp::kAbandon) h.UpdateInt(r.delay_ms);
-  if (r.op == SettleOp::kReject) {
-    h.UpdateField(r.reason);
-    h.UpdateField(r.description);
-  }
-  auto d = h.Finish();
-  // The seq, big-endian, leads the key: receipts are written in roughly seq
-  // order, so a store's key-ordered index appends to the pages it touched
-  // last instead of dirtying a random page per settle (one B-tree page per
-  // receipt was most of CompleteBatch's write volume on SQLite).
-  std::string key(8, '\0');
-  for (int i = 0; i < 8; ++i) key[i] = static_cast<char>(static_cast<uint64_t>(r.seq) >> (56 - 8 * i));
-  key.append(reinterpret_cast<const char*>(d.data()), d.size());
-  return key;
+Result<SettleResult> Engine::Impl::SettleOne(std::string_view queue, SettleRequest req,
+                               const CallOptions& call) {
+  SettleResult result;
+  MQLITE_RETURN_IF_ERROR(Write(call, [&](StoreTxn& txn) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(result, SettleInTxn(txn, queue, req));
+    return Status::OK();
+  }));
+  if (req.op != SettleOp::kRenew && req.op != SettleOp::kDefer) Wake();
+  return result;
 }
 
-}  // namespace
-
-struct Engine::Impl {
-  std::unique_ptr<Store> store;
-  EngineOptions options;
-  Clock* clock = nullptr;
-  StoreCapabilities caps;
-
-  // The waits below sleep under mu; never held across a store call. The
-  // counters are atomics so a call's admission and Wake() take no lock on
-  // the common path (seq_cst: a Close or a waiter that registers under mu
-  // and then re-checks cannot miss an update).
-  std::mutex mu;
-  std::condition_variable_any cv;  // in-flight drain, long-poll wake-ups
-  std::condition_variable maintenance_cv;  // the maintenance thread's sleep; Close
-  std::atomic<bool> closed{false};
-  bool close_done = false;  // guarded by mu
-  std::atomic<int> inflight{0};
-  std::atomic<int> waiters{0};
-  std::atomic<uint64_t> wake_gen{0};  // bumped when messages may have become eligible
-
-  // Ends one in-flight call; the last one out after Close wakes it.
-  void Leave() {
-    if (inflight.fetch_sub(1) == 1 && closed.load()) {
-      std::lock_guard<std::mutex> l(mu);
-      cv.notify_all();
-    }
-  }
-
-  std::thread maintenance_thread;
-
-  // Tx contexts, reused across Tx calls (see TxContext's comment).
-  std::mutex tx_mu;
-  std::vector<std::unique_ptr<TxContext>> tx_contexts;
-  std::vector<TxContext*> tx_free;
-
-  // RAII admission of one public call: the Close fence (SPEC §9), the
-  // cancellation pre-check (SPEC §10) and the no-reentry-from-Tx rule.
-  class Call {
-   public:
-    Call(Impl* impl, const CallOptions& call, std::string_view what) : impl_(impl) {
-      if (tl_tx_engine == impl_) {
-        status_ = Status::InvalidArgument(std::string(what) +
-                                          " called inside Tx on the same engine; use the "
-                                          "TxContext passed to the callback");
-        impl_ = nullptr;
-        return;
-      }
-      status_ = CheckCancelled(call, what);
-      if (!status_.ok()) {
-        impl_ = nullptr;
-        return;
-      }
-      impl_->inflight.fetch_add(1);
-      if (impl_->closed.load()) {
-        impl_->Leave();
-        status_ = Status::Closed(std::string(what) + ": engine is closed");
-        impl_ = nullptr;
-      }
-    }
-    ~Call() {
-      if (impl_) impl_->Leave();
-    }
-    Call(const Call&) = delete;
-    Call& operator=(const Call&) = delete;
-    const Status& status() const { return status_; }
-
-   private:
-    Impl* impl_;
-    Status status_;
-  };
-
-  int64_t Now() { return clock->NowMs(); }
-
-  // ---- Group commit (SPEC §9; EngineOptions::group_commit_max) ---------------
-  //
-  // Leader/follower: a write call queues its request; if no group is running,
-  // it leads one: inside a single store transaction it takes the queued
-  // requests (up to group_commit_max, oldest first) and runs them in order
-  // (see LeadGroup for how a failing member is isolated). The others wait for
-  // their request to be done. Requests are taken only once the leader's
-  // transaction has started, so a caller still queued can give up on
-  // cancellation having done nothing (SPEC §10).
-  struct WriteRequest {
-    enum class State { kQueued, kTaken, kDone };
-    const std::function<Status(StoreTxn&)>* body;
-    const CallOptions* call;
-    State state = State::kQueued;
-    Status status;
-    // This caller's own wake-up (done, or its turn to lead), so a commit
-    // wakes exactly its members instead of every waiter. Notified only with
-    // gc_mu held: the request lives on its caller's stack.
-    std::condition_variable_any cv;
-  };
-  std::mutex gc_mu;  // guards gc_queue, gc_leading and every request's state
-  std::deque<WriteRequest*> gc_queue;
-  bool gc_leading = false;
-
-  // With gc_mu held: no group is running, so the oldest queued caller leads
-  // the next one.
-  void HandOffLocked() {
-    if (!gc_leading && !gc_queue.empty()) gc_queue.front()->cv.notify_one();
-  }
-
-  // Errors that belong to one request: its savepoint rolled back cleanly and
-  // the transaction is as it was before the request. Anything else (a store
-  // error) aborts the group, and every member is re-run alone.
-  static bool RequestLocal(StatusCode c) {
-    switch (c) {
-      case StatusCode::kInvalidArgument:
-      case StatusCode::kGroupRequired:
-      case StatusCode::kMessageTooLarge:
-      case StatusCode::kQueueNotFound:
-      case StatusCode::kNotFound:
-      case StatusCode::kLockLost:
-      case StatusCode::kDedupConflict:
-        return true;
-      default:
-        return false;
-    }
-  }
-
-  Status Write(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
-    if (options.group_commit_max <= 1) {
-      return store->Run(TxnKind::kWrite, ToRunOptions(call), body);
-    }
-    using State = WriteRequest::State;
-    WriteRequest req{&body, &call, State::kQueued, Status::OK(), {}};
-    std::unique_lock<std::mutex> l(gc_mu);
-    gc_queue.push_back(&req);
-    for (;;) {
-      if (req.state == State::kDone) return req.status;
-      if (req.state == State::kTaken) {  // running in a group: wait for its commit
-        req.cv.wait(l, [&] { return req.state == State::kDone; });
-        continue;
-      }
-      if (!gc_leading) {
-        gc_leading = true;
-        l.unlock();
-        LeadGroup(req);
-        l.lock();
-        gc_leading = false;
-        HandOffLocked();
-        continue;
-      }
-      auto ready = [&] { return req.state != State::kQueued || !gc_leading; };
-      bool woke = call.deadline == SteadyClock::time_point::max()
-                      ? req.cv.wait(l, call.stop_token, ready)
-                      : req.cv.wait_until(l, call.stop_token, call.deadline, ready);
-      if (!woke && req.state == State::kQueued) {
-        gc_queue.erase(std::find(gc_queue.begin(), gc_queue.end(), &req));
-        HandOffLocked();  // it may have been this caller's turn to lead
-        return CheckCancelled(call, "waiting for the writer");
-      }
-    }
-  }
-
-  // Runs one group transaction. On return, every request it took is done;
-  // `leader` may still be queued (not taken because the group was full, or
-  // the transaction never started), and if it was cancelled it is done too.
-  //
-  // Optimistic first: the members run one after another with no savepoints
-  // (a savepoint costs SQLite an allocation and a page-set scan per member).
-  // If any member fails, that attempt is rolled back whole and the group is
-  // run again with each member in its own savepoint, so a failing request
-  // never fails its neighbours; a store error there sends everyone solo.
-  void LeadGroup(WriteRequest& leader) {
-    using State = WriteRequest::State;
-    std::vector<WriteRequest*> taken;
-    bool started = false;
-    bool member_failed = false;
-    auto attempt = [&](bool isolate) {
-      return store->Run(TxnKind::kWrite, ToRunOptions(*leader.call), [&](StoreTxn& txn) {
-        if (!started) {  // a rerun (RunOptions::rerunnable) keeps the same members
-          started = true;
-          std::lock_guard<std::mutex> g(gc_mu);
-          while (!gc_queue.empty() &&
-                 taken.size() < static_cast<size_t>(options.group_commit_max)) {
-            gc_queue.front()->state = State::kTaken;
-            taken.push_back(gc_queue.front());
-            gc_queue.pop_front();
-          }
-        }
-        if (taken.size() == 1) return (*taken[0]->body)(txn);  // alone: exactly a solo Run
-        member_failed = false;
-        for (WriteRequest* r : taken) {
-          r->status = CheckCancelled(*r->call, "waiting for the writer");
-          if (!r->status.ok()) continue;  // ran nothing
-          r->status = isolate ? txn.Savepoint(*r->body) : (*r->body)(txn);
-          if (r->status.ok()) continue;
-          if (!isolate || !RequestLocal(r->status.code())) {
-            member_failed = !isolate;
-            return r->status;
-          }
-        }
-        return Status::OK();
-      });
-    };
-    Status s = attempt(/*isolate=*/false);
-    if (started && taken.size() > 1 && member_failed) s = attempt(/*isolate=*/true);
-    if (!started) {
-      // The transaction never began (the leader was cancelled while waiting
-      // for the store, or BEGIN failed): that is the leader's answer alone.
-      std::lock_guard<std::mutex> g(gc_mu);
-      gc_queue.erase(std::find(gc_queue.begin(), gc_queue.end(), &leader));
-      leader.status = s;
-      leader.state = State::kDone;
-      return;
-    }
-    if (taken.size() == 1) {
-      taken[0]->status = s;
-    } else if (!s.ok() && s.code() != StatusCode::kOutcomeUnknown) {
-      // Rolled back as a whole (a member's store error, or a failed commit):
-      // nothing committed, so each member runs alone and gets its own answer.
-      for (WriteRequest* r : taken) {
-        r->status = store->Run(TxnKind::kWrite, ToRunOptions(*r->call), *r->body);
-      }
-    } else if (!s.ok()) {
-      for (WriteRequest* r : taken) r->status = s;  // the commit's fate is every member's
-    }
-    std::lock_guard<std::mutex> g(gc_mu);
-    for (WriteRequest* r : taken) {
-      r->state = State::kDone;
-      if (r != &leader) r->cv.notify_one();
-    }
-  }
-
-  Status Read(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
-    return store->Run(TxnKind::kRead, ToRunOptions(call), body);
-  }
-
-  // Wakes long-poll waiters: something may have become eligible.
-  void Wake() {
-    wake_gen.fetch_add(1);
-    if (waiters.load() > 0) {
-      std::lock_guard<std::mutex> l(mu);  // a waiter between its check and its sleep holds mu
-      cv.notify_all();
-    }
-  }
-
-  uint64_t WakeGen() { return wake_gen.load(); }
-
-  // The shape of most single-queue calls: check the name, then one store
-  // transaction of `kind` that looks the queue up and runs fn(txn, queue).
-  template <typename Fn>
-  Status OnQueue(TxnKind kind, const CallOptions& call, std::string_view name, const Fn& fn) {
-    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
-    return store->Run(kind, ToRunOptions(call), [&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, name));
-      return fn(txn, q);
-    });
-  }
-
-  static Result<QueueRecord> LookupQueue(StoreTxn& txn, std::string_view name) {
-    auto q = txn.GetQueue(name);
-    if (!q && q.error().code() == StatusCode::kQueueNotFound) {
-      return Status::QueueNotFound(QueueLabel(name) + " does not exist");
-    }
-    return q;
-  }
-
-  static Status LockLostError(std::string_view queue, int64_t seq, SettleOp op) {
-    return Status::LockLost(QueueLabel(queue) + ": " + Seq(seq) + ": " +
-                            std::string(SettleOpName(op)) +
-                            " refused: the message is not locked under this token (wrong or "
-                            "stale token, the lease expired, or it was already settled)");
-  }
-
-  // ---- Operations shared by the engine's methods and TxContext ----------------
-  // Each runs inside a store transaction the caller provides.
-
-  // SPEC §4. `single`: a dedup conflict is an error rather than seq 0.
-  Status DoSend(StoreTxn& txn, std::string_view queue, std::span<const OutgoingMessage> messages,
-                bool single, std::vector<int64_t>* seqs, bool* wrote) {
-    *wrote = false;
-    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
-    if (messages.empty() || messages.size() > static_cast<size_t>(options.max_send_batch)) {
-      return Status::InvalidArgument(QueueLabel(queue) + ": a send batch holds 1-" +
-                                     std::to_string(options.max_send_batch) + " messages, got " +
-                                     std::to_string(messages.size()));
-    }
+Status Engine::Impl::SettleBatch(std::string_view queue, std::span<const SettleItem> items, SettleOp op,
+                   const CallOptions& call, std::vector<Status>* statuses,
+                   std::vector<int64_t>* locked_until) {
+  MQLITE_RETURN_IF_ERROR(internal::ValidateSettleBatch(queue, items.size()));
+  return Write(call, [&](StoreTxn& txn) -> Status {
+    statuses->assign(items.size(), Status::OK());
+    locked_until->assign(items.size(), 0);
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
     const int64_t now = Now();
-    std::vector<EnqueueItem> items(messages.size());
-    // Every message is validated before anything is written.
-    for (size_t i = 0; i < messages.size(); ++i) {
-      MQLITE_RETURN_IF_ERROR(
-          internal::BuildEnqueueItem(q, options, messages[i], i, now, &items[i]));
-    }
-    seqs->assign(messages.size(), 0);
-    if (q.config.dedup_window_ms <= 0) {
-      MQLITE_ASSIGN_OR_RETURN(*seqs, txn.Enqueue(q, items));
-      *wrote = true;
-      return Status::OK();
-    }
-    // Dedup: classify each slot, insert the new ones in one Enqueue, then
-    // record their keys in the same commit.
-    struct NewKey {
-      size_t slot;
-      std::string hash;
-    };
-    std::map<std::string, NewKey> batch;        // key → first slot with it
-    std::vector<std::pair<size_t, size_t>> refs;  // slot → earlier slot
-    std::vector<size_t> fresh;
-    std::vector<std::string> keys(messages.size());
-    for (size_t i = 0; i < messages.size(); ++i) {
-      keys[i] = DedupKey(messages[i]);
-      std::string hash = internal::Sha256::HashBytes(messages[i].body);
-      int64_t original = 0;
-      bool same = false, known = false;
-      if (auto it = batch.find(keys[i]); it != batch.end()) {
-        known = true;
-        same = it->second.hash == hash;
-        if (same) refs.emplace_back(i, it->second.slot);
-      } else {
-        MQLITE_ASSIGN_OR_RETURN(std::optional<DedupRecord> rec, txn.FindDedup(q, keys[i], now));
-        if (rec) {
-          known = true;
-          same = rec->body_hash == hash;
-          original = rec->seq;
-        }
-      }
-      if (!known) {
-        batch.emplace(keys[i], NewKey{i, std::move(hash)});
-        fresh.push_back(i);
+    for (size_t i = 0; i < items.size(); ++i) {
+      Status v = internal::ValidateToken(queue, items[i].seq, items[i].token);
+      if (!v.ok()) {
+        (*statuses)[i] = v;
         continue;
       }
-      if (same) {
-        (*seqs)[i] = original;  // 0 for a ref, resolved below
-        continue;
-      }
-      if (single) {
-        std::string what = messages[i].message_id && !messages[i].message_id->empty()
-                               ? "message_id '" + *messages[i].message_id + "'"
-                               : std::string("body hash");
-        return Status::DedupConflict(QueueLabel(queue) + ": message " + std::to_string(i) + ": " +
-                                     what + " was already sent within the dedup window with a "
-                                     "different body" +
-                                     (original ? " (original " + Seq(original) + ")" : ""));
-      }
-      (*seqs)[i] = 0;  // SPEC §4: the slot fails alone
+      SettleRequest r = internal::MakeSettle(op, items[i].seq, items[i].token);
+      r.now = now;
+      auto res = DoSettle(txn, q, r);
+      if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
+      (*statuses)[i] = res.status();
+      if (res) (*locked_until)[i] = res->locked_until;
     }
-    if (!fresh.empty()) {
-      std::vector<EnqueueItem> to_insert;
-      to_insert.reserve(fresh.size());
-      for (size_t i : fresh) to_insert.push_back(items[i]);
-      MQLITE_ASSIGN_OR_RETURN(std::vector<int64_t> inserted, txn.Enqueue(q, to_insert));
-      for (size_t k = 0; k < fresh.size(); ++k) {
-        size_t i = fresh[k];
-        (*seqs)[i] = inserted[k];
-        DedupRecord rec{inserted[k], batch.at(keys[i]).hash, now + q.config.dedup_window_ms};
-        MQLITE_RETURN_IF_ERROR(txn.PutDedup(q, keys[i], rec));
-      }
-      *wrote = true;
-    }
-    for (auto [slot, earlier] : refs) (*seqs)[slot] = (*seqs)[earlier];
     return Status::OK();
-  }
-
-  // SPEC §6 + §7.2: settle, write a receipt in the same commit; on LockLost,
-  // a live receipt for the identical request is a successful replay.
-  Result<SettleResult> DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req) {
-    req.renew_until = req.now + q.config.lock_duration_ms;
-    auto r = txn.Settle(q, req);
-    const bool has_receipt = req.op != SettleOp::kRenew;  // Renew never replays
-    if (r) {
-      if (has_receipt) {
-        MQLITE_RETURN_IF_ERROR(
-            txn.PutReceipt(ReceiptKey(q.id, req), req.now + options.receipt_retention_ms));
-      }
-      return r;
-    }
-    if (r.error().code() != StatusCode::kLockLost) return r.error();
-    if (has_receipt) {
-      MQLITE_ASSIGN_OR_RETURN(bool live, txn.FindReceipt(ReceiptKey(q.id, req), req.now));
-      if (live) return SettleResult{};  // replayed: the original effect stands
-    }
-    return LockLostError(q.config.name, req.seq, req.op);
-  }
-
-  Result<SettleResult> SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req) {
-    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
-    MQLITE_RETURN_IF_ERROR(internal::ValidateToken(queue, req.seq, req.token));
-    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
-    req.now = Now();
-    return DoSettle(txn, q, std::move(req));
-  }
-
-  Result<SettleResult> SettleOne(std::string_view queue, SettleRequest req,
-                                 const CallOptions& call) {
-    SettleResult result;
-    MQLITE_RETURN_IF_ERROR(Write(call, [&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(result, SettleInTxn(txn, queue, req));
-      return Status::OK();
-    }));
-    if (req.op != SettleOp::kRenew && req.op != SettleOp::kDefer) Wake();
-    return result;
-  }
-
-  // Shared by CompleteBatch and RenewBatch: per-item validation, then one
-  // commit in which each item settles alone (a failed settle changes nothing).
-  Status SettleBatch(std::string_view queue, std::span<const SettleItem> items, SettleOp op,
-                     const CallOptions& call, std::vector<Status>* statuses,
-                     std::vector<int64_t>* locked_until) {
-    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
-    if (items.empty() || items.size() > internal::kMaxSettleBatch) {
-      return Status::InvalidArgument(QueueLabel(queue) +
-                                     ": a settle batch holds 1-512 items, got " +
-                                     std::to_string(items.size()));
-    }
-    return Write(call, [&](StoreTxn& txn) -> Status {
-      statuses->assign(items.size(), Status::OK());
-      locked_until->assign(items.size(), 0);
-      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
-      const int64_t now = Now();
-      for (size_t i = 0; i < items.size(); ++i) {
-        Status v = internal::ValidateToken(queue, items[i].seq, items[i].token);
-        if (!v.ok()) {
-          (*statuses)[i] = v;
-          continue;
-        }
-        SettleRequest r;
-        r.seq = items[i].seq;
-        r.token = items[i].token;
-        r.op = op;
-        r.now = now;
-        auto res = DoSettle(txn, q, r);
-        if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
-        (*statuses)[i] = res.status();
-        if (res) (*locked_until)[i] = res->locked_until;
-      }
-      return Status::OK();
-    });
-  }
-
-  Result<MaintenanceReport> MaintainAll(int64_t limit, const CallOptions& call) {
-    std::vector<QueueRecord> queues;
-    MQLITE_RETURN_IF_ERROR(Read(call, [&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(queues, txn.ListQueues());
-      return Status::OK();
-    }));
-    MaintenanceReport report;
-    auto note = [&](int64_t n) {
-      if (n >= limit) report.more = true;
-      return n;
-    };
-    for (const QueueRecord& listed : queues) {
-      // One short transaction per queue keeps the writer available.
-      Status s = Write(call, [&](StoreTxn& txn) -> Status {
-        auto q = txn.GetQueue(listed.config.name);
-        if (!q) {
-          // Deleted since we listed it: nothing to maintain.
-          return q.error().code() == StatusCode::kQueueNotFound ? Status::OK() : q.error();
-        }
-        const int64_t now = Now();
-        MQLITE_ASSIGN_OR_RETURN(int64_t promoted, txn.PromoteDue(*q, now, limit));
-        MQLITE_ASSIGN_OR_RETURN(int64_t reclaimed, txn.ReclaimLocks(*q, now, false, limit));
-        MQLITE_ASSIGN_OR_RETURN(int64_t expired, txn.ExpireMessages(*q, now, limit));
-        MQLITE_ASSIGN_OR_RETURN(
-            int64_t dropped,
-            txn.EnforceRetention(*q, internal::ResolveRetention(q->config, options), now, limit));
-        report.promoted += note(promoted);
-        report.reclaimed += note(reclaimed);
-        report.expired += note(expired);
-        report.retention_dropped += note(dropped);
-        return Status::OK();
-      });
-      if (!s.ok()) return s.WithContext(QueueLabel(listed.config.name) + ": maintenance");
-    }
-    MQLITE_RETURN_IF_ERROR(Write(call, [&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(int64_t n, txn.DropExpiredRecords(Now(), limit));
-      report.records_dropped = note(n);
-      MQLITE_ASSIGN_OR_RETURN(int64_t freed, txn.ReclaimSpace(limit));
-      report.space_reclaimed = note(freed);
-      return Status::OK();
-    }));
-    if (report.promoted > 0 || report.reclaimed > 0 || report.expired > 0) Wake();
-    return report;
-  }
-
-  void MaintenanceLoop() {
-    std::unique_lock<std::mutex> l(mu);
-    while (!closed.load()) {
-      maintenance_cv.wait_for(l, std::chrono::milliseconds(options.maintenance_interval_ms),
-                              [&] { return closed.load(); });
-      if (closed.load()) break;
-      inflight.fetch_add(1);
-      l.unlock();
-      // A failed pass changed nothing it did not commit (one commit per
-      // queue); the next pass retries.
-      (void)MaintainAll(options.maintenance_batch, CallOptions{});
-      Leave();
-      l.lock();
-    }
-  }
-};
-
-// ---- TxContext --------------------------------------------------------------------
-
-struct TxContext::State {
-  Engine::Impl* impl = nullptr;
-  StoreTxn* txn = nullptr;
-  const CallOptions* call = nullptr;
-  std::thread::id thread;
-  bool active = false;
-  bool wrote = false;
-
-  // Every TxContext operation: valid context, not cancelled, then run `op` in
-  // a savepoint so a failed operation leaves no trace even if the callback
-  // carries on.
-  Status Run(std::string_view what, const std::function<Status(StoreTxn&)>& op) {
-    if (!active || txn == nullptr || std::this_thread::get_id() != thread) {
-      return Status::InvalidArgument(std::string(what) +
-                                     ": TxContext used outside its Tx callback");
-    }
-    MQLITE_RETURN_IF_ERROR(CheckCancelled(*call, what));
-    return txn->Savepoint(op);
-  }
-
-  Status Settle(std::string_view what, std::string_view queue, const SettleRequest& req) {
-    return Run(what, [&](StoreTxn& t) -> Status {
-      Status s = impl->SettleInTxn(t, queue, req).status();
-      wrote |= s.ok();
-      return s;
-    });
-  }
-};
-
-TxContext::TxContext(std::unique_ptr<State> state) : state_(std::move(state)) {}
-TxContext::~TxContext() = default;
-
-void* TxContext::native_handle() const {
-  if (!state_->active || !state_->txn || std::this_thread::get_id() != state_->thread) {
-    return nullptr;
-  }
-  return state_->txn->NativeHandle();
-}
-
-const std::string& TxContext::native_handle_type() const {
-  return state_->impl->caps.native_handle_type;
-}
-
-Result<std::vector<int64_t>> TxContext::SendBatch(std::string_view queue,
-                                                  std::span<const OutgoingMessage> messages) {
-  std::vector<int64_t> seqs;
-  MQLITE_RETURN_IF_ERROR(state_->Run("Tx Send", [&](StoreTxn& txn) -> Status {
-    bool wrote = false;
-    Status s = state_->impl->DoSend(txn, queue, messages, /*single=*/false, &seqs, &wrote);
-    state_->wrote |= s.ok() && wrote;
-    return s;
-  }));
-  return seqs;
-}
-
-Result<int64_t> TxContext::Send(std::string_view queue, const OutgoingMessage& message) {
-  std::vector<int64_t> seqs;
-  MQLITE_RETURN_IF_ERROR(state_->Run("Tx Send", [&](StoreTxn& txn) -> Status {
-    bool wrote = false;
-    Status s = state_->impl->DoSend(txn, queue, std::span<const OutgoingMessage>(&message, 1),
-                                    /*single=*/true, &seqs, &wrote);
-    state_->wrote |= s.ok() && wrote;
-    return s;
-  }));
-  return seqs.at(0);
-}
-
-Status TxContext::Complete(std::string_view queue, int64_t seq, const LockToken& token) {
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kComplete;
-  return state_->Settle("Tx Complete", queue, r);
-}
-
-Status TxContext::Abandon(std::string_view queue, int64_t seq, const LockToken& token,
-                          int64_t delay_ms) {
-  if (delay_ms < 0 || delay_ms > internal::kMaxDelayMs) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) + ": abandon delay_ms " +
-                                   std::to_string(delay_ms) + " outside 0-365 days");
-  }
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kAbandon;
-  r.delay_ms = delay_ms;
-  return state_->Settle("Tx Abandon", queue, r);
-}
-
-Status TxContext::Reject(std::string_view queue, int64_t seq, const LockToken& token,
-                         std::string_view reason, std::string_view description) {
-  if (reason.empty() || reason.size() > internal::kMaxIdBytes ||
-      description.size() > internal::kMaxTextBytes) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) +
-                                   ": reject reason must be 1-128 bytes and description ≤ 1024");
-  }
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kReject;
-  r.reason = std::string(reason);
-  r.description = std::string(description);
-  return state_->Settle("Tx Reject", queue, r);
-}
-
-Status TxContext::Defer(std::string_view queue, int64_t seq, const LockToken& token) {
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kDefer;
-  return state_->Settle("Tx Defer", queue, r);
+  });
 }
 
 // ---- Engine -------------------------------------------------------------------------
@@ -705,54 +195,48 @@ Engine::~Engine() { (void)Close(); }
 Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
                                              EngineOptions options) {
   if (!store) return Status::InvalidArgument("Engine::Open: store is null");
-  if (options.maintenance_interval_ms <= 0 || options.maintenance_batch <= 0) {
-    return Status::InvalidArgument(
-        "Engine::Open: maintenance_interval_ms and maintenance_batch must be positive");
-  }
-  if (options.max_message_bytes <= 0 ||
-      options.max_message_bytes > internal::kMaxMessageBytesLimit) {
-    return Status::InvalidArgument("Engine::Open: max_message_bytes outside 1 B - 256 MiB");
-  }
-  if (options.max_send_batch <= 0) {
-    return Status::InvalidArgument("Engine::Open: max_send_batch must be positive");
-  }
-  if (options.receipt_retention_ms <= 0 || options.attempt_retention_ms <= 0) {
-    return Status::InvalidArgument(
-        "Engine::Open: receipt_retention_ms and attempt_retention_ms must be positive");
-  }
+  MQLITE_RETURN_IF_ERROR(internal::ValidateEngineOptions(options));
   auto impl = std::make_unique<Impl>();
   impl->store = std::move(store);
   impl->options = options;
   impl->clock = options.clock ? options.clock : SystemClock();
   impl->caps = impl->store->Capabilities();
+  Impl* i = impl.get();
+  i->writer = std::make_unique<internal::GroupCommit>(i->store.get(), options.group_commit_max,
+                                                      i->caps.write_concurrency);
+  i->maintainer = std::make_unique<internal::Maintainer>(
+      i->store.get(), i->writer.get(), &i->options, [i] { return i->Now(); },
+      [i] { i->Wake(); });
 
   // SPEC §7.1: an exclusive store has no other live engine, so every locked
   // row is an orphan of a dead process. A shared store reclaims only expired
-  // leases, which ordinary maintenance does.
-  if (impl->caps.exclusive) {
-    Impl* i = impl.get();
-    Status s = i->Write(CallOptions{}, [&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(std::vector<QueueRecord> queues, txn.ListQueues());
-      const int64_t now = i->Now();
-      for (const QueueRecord& q : queues) {
-        MQLITE_RETURN_IF_ERROR(
-            txn.ReclaimLocks(q, now, /*all_locked=*/true, std::numeric_limits<int64_t>::max())
-                .status());
-      }
+  // leases, which ordinary maintenance does. In chunks of maintenance_batch,
+  // one transaction each, so no body grows with the backlog.
+  if (i->caps.exclusive) {
+    std::vector<QueueRecord> queues;
+    Status s = i->Read(CallOptions{}, [&](StoreTxn& txn) -> Status {
+      MQLITE_ASSIGN_OR_RETURN(queues, txn.ListQueues());
       return Status::OK();
     });
+    const int64_t chunk = options.maintenance_batch;
+    for (size_t k = 0; s.ok() && k < queues.size();) {
+      int64_t reclaimed = 0;
+      s = i->Write(CallOptions{}, [&](StoreTxn& txn) -> Status {
+        MQLITE_ASSIGN_OR_RETURN(reclaimed,
+                                txn.ReclaimLocks(queues[k], i->Now(), /*all_locked=*/true, chunk));
+        return Status::OK();
+      });
+      if (reclaimed < chunk) ++k;  // this queue is done
+    }
     if (!s.ok()) return s.WithContext("recovery at open");
   }
-  if (options.background_maintenance) {
-    Impl* i = impl.get();
-    i->maintenance_thread = std::thread([i] { i->MaintenanceLoop(); });
-  }
+  if (options.background_maintenance) i->maintainer->Start();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
 Status Engine::Close() {
   Impl* i = impl_.get();
-  if (tl_tx_engine == i) {
+  if (internal::tl_tx_engine == i) {
     return Status::InvalidArgument("Close called inside Tx on the same engine");
   }
   {
@@ -763,9 +247,8 @@ Status Engine::Close() {
     }
     i->closed.store(true);
     i->cv.notify_all();  // long-poll waiters
-    i->maintenance_cv.notify_all();
   }
-  if (i->maintenance_thread.joinable()) i->maintenance_thread.join();
+  i->maintainer->Stop();  // waits for a pass in progress
   {
     std::unique_lock<std::mutex> l(i->mu);
     i->cv.wait(l, [&] { return i->inflight.load() == 0; });
@@ -787,11 +270,33 @@ Result<QueueConfig> Engine::CreateQueue(const QueueConfig& config, const CallOpt
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueConfig(config));
   QueueConfig out;
   MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
+    auto existing = txn.GetQueue(config.name);
+    if (existing) {  // create-if-absent: a stored config is never changed here
+      out = existing->config;
+      return Status::OK();
+    }
+    if (existing.error().code() != StatusCode::kQueueNotFound) return existing.error();
     bool created = false;
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, txn.UpsertQueue(config, impl_->Now(), &created));
     out = q.config;
     return Status::OK();
   }));
+  return out;
+}
+
+Result<QueueConfig> Engine::UpdateQueue(const QueueConfig& config, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "UpdateQueue");
+  MQLITE_RETURN_IF_ERROR(guard.status());
+  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueConfig(config));
+  QueueConfig out;
+  MQLITE_RETURN_IF_ERROR(impl_->OnQueue(
+      TxnKind::kWrite, call, config.name, [&](StoreTxn& txn, const QueueRecord&) -> Status {
+        bool created = false;
+        MQLITE_ASSIGN_OR_RETURN(QueueRecord q, txn.UpsertQueue(config, impl_->Now(), &created));
+        out = q.config;
+        return Status::OK();
+      }));
+  impl_->Wake();  // a longer max_delivery_count or a changed ordering may free messages
   return out;
 }
 
@@ -833,22 +338,22 @@ Result<int64_t> Engine::Send(std::string_view queue, const OutgoingMessage& mess
                              const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Send");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  std::vector<int64_t> seqs;
+  std::vector<SendOutcome> seqs;
   bool wrote = false;
   MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     return impl_->DoSend(txn, queue, std::span<const OutgoingMessage>(&message, 1),
                          /*single=*/true, &seqs, &wrote);
   }));
   if (wrote) impl_->Wake();
-  return seqs.at(0);
+  return seqs.at(0).seq;
 }
 
-Result<std::vector<int64_t>> Engine::SendBatch(std::string_view queue,
-                                               std::span<const OutgoingMessage> messages,
-                                               const CallOptions& call) {
+Result<std::vector<SendOutcome>> Engine::SendBatch(std::string_view queue,
+                                                   std::span<const OutgoingMessage> messages,
+                                                   const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "SendBatch");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  std::vector<int64_t> seqs;
+  std::vector<SendOutcome> seqs;
   bool wrote = false;
   MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     return impl_->DoSend(txn, queue, messages, /*single=*/false, &seqs, &wrote);
@@ -881,10 +386,6 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
   Impl::Call guard(impl_.get(), call, "Receive");
   MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateReceive(queue, options));
-  if (options.attempt_id &&
-      (options.attempt_id->empty() || options.attempt_id->size() > internal::kMaxIdBytes)) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": attempt_id must be 1-128 bytes");
-  }
   std::vector<LockToken> tokens;
   if (options.mode == ReceiveMode::kPeekLock) {
     MQLITE_RETURN_IF_ERROR(
@@ -956,26 +457,49 @@ Result<std::vector<Message>> Engine::ReceiveDeferred(std::string_view queue,
                                                      const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "ReceiveDeferred");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
-  if (seqs.empty() || seqs.size() > static_cast<size_t>(internal::kMaxReceive)) {
-    return Status::InvalidArgument(QueueLabel(queue) +
-                                   ": ReceiveDeferred takes 1-256 seqs, got " +
-                                   std::to_string(seqs.size()));
-  }
-  std::set<int64_t> seen;
-  for (int64_t seq : seqs) {
-    MQLITE_RETURN_IF_ERROR(internal::ValidateSeq(queue, seq));
-    if (!seen.insert(seq).second) {
-      return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) + " is listed twice");
-    }
-  }
+  MQLITE_RETURN_IF_ERROR(internal::ValidateDeferredSeqs(queue, seqs));
   std::vector<LockToken> tokens;
   MQLITE_RETURN_IF_ERROR(internal::NewTokens(seqs.size(), &tokens));
   std::vector<Message> out;
+  std::string retired;  // what happened to deferred messages that could not be delivered
   MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
     const int64_t now = impl_->Now();
     out.clear();
+    retired.clear();
+    // SPEC §7.4, §3: a deferred message past its TTL or out of deliveries is
+    // retired as a claim would retire it, and the caller is told; the
+    // retirement commits, and nothing else is locked (all or nothing).
+    for (int64_t seq : seqs) {
+      PeekOptions at;
+      at.state = MessageState::kDeferred;
+      at.from_seq = seq - 1;
+      at.max_messages = 1;
+      MQLITE_ASSIGN_OR_RETURN(std::vector<Message> found, txn.Peek(q, at));
+      if (found.empty() || found[0].seq != seq) {
+        return Status::NotFound(QueueLabel(queue) + ": " + Seq(seq) +
+                                " is not a deferred message");
+      }
+      const Message& m = found[0];
+      std::string what;
+      if (m.expires_at > 0 && m.expires_at <= now) {
+        if (q.config.dead_letter_on_expire) {
+          MQLITE_RETURN_IF_ERROR(
+              txn.DeadLetterMessage(q, seq, kReasonTtlExpired, std::nullopt, now));
+          what = "its TTL passed: dead-lettered (" + std::string(kReasonTtlExpired) + ")";
+        } else {
+          MQLITE_RETURN_IF_ERROR(txn.DeleteMessage(q, seq));
+          what = "its TTL passed: deleted (dead_letter_on_expire is off)";
+        }
+      } else if (m.delivery_count >= q.config.max_delivery_count) {
+        MQLITE_RETURN_IF_ERROR(
+            txn.DeadLetterMessage(q, seq, kReasonMaxDelivery, std::nullopt, now));
+        what = "it has used all " + std::to_string(q.config.max_delivery_count) +
+               " deliveries: dead-lettered (" + std::string(kReasonMaxDelivery) + ")";
+      }
+      if (!what.empty()) retired += (retired.empty() ? "" : "; ") + Seq(seq) + ": " + what;
+    }
+    if (!retired.empty()) return Status::OK();  // commit the retirements only
     for (size_t i = 0; i < seqs.size(); ++i) {
       auto m = txn.ClaimDeferred(q, seqs[i], tokens[i], now, now + q.config.lock_duration_ms);
       if (!m) {
@@ -988,6 +512,10 @@ Result<std::vector<Message>> Engine::ReceiveDeferred(std::string_view queue,
     }
     return Status::OK();
   }));
+  if (!retired.empty()) {
+    impl_->Wake();  // a retired group head promotes the next member
+    return Status::NotFound(QueueLabel(queue) + ": ReceiveDeferred locked nothing; " + retired);
+  }
   return out;
 }
 
@@ -997,10 +525,7 @@ Status Engine::Complete(std::string_view queue, int64_t seq, const LockToken& to
                         const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Complete");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kComplete;
+  SettleRequest r = internal::MakeSettle(SettleOp::kComplete, seq, token);
   return impl_->SettleOne(queue, std::move(r), call).status();
 }
 
@@ -1008,14 +533,8 @@ Status Engine::Abandon(std::string_view queue, int64_t seq, const LockToken& tok
                        int64_t delay_ms, const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Abandon");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  if (delay_ms < 0 || delay_ms > internal::kMaxDelayMs) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) + ": abandon delay_ms " +
-                                   std::to_string(delay_ms) + " outside 0-365 days");
-  }
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kAbandon;
+  MQLITE_RETURN_IF_ERROR(internal::ValidateAbandonDelay(queue, seq, delay_ms));
+  SettleRequest r = internal::MakeSettle(SettleOp::kAbandon, seq, token);
   r.delay_ms = delay_ms;
   return impl_->SettleOne(queue, std::move(r), call).status();
 }
@@ -1025,18 +544,8 @@ Status Engine::Reject(std::string_view queue, int64_t seq, const LockToken& toke
                       const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Reject");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  if (reason.empty() || reason.size() > internal::kMaxIdBytes) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) +
-                                   ": reject reason must be 1-128 bytes");
-  }
-  if (description.size() > internal::kMaxTextBytes) {
-    return Status::InvalidArgument(QueueLabel(queue) + ": " + Seq(seq) +
-                                   ": reject description over 1024 bytes");
-  }
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kReject;
+  MQLITE_RETURN_IF_ERROR(internal::ValidateDeadLetterReason(queue, seq, reason, description));
+  SettleRequest r = internal::MakeSettle(SettleOp::kReject, seq, token);
   r.reason = std::string(reason);
   r.description = std::string(description);
   return impl_->SettleOne(queue, std::move(r), call).status();
@@ -1046,10 +555,7 @@ Status Engine::Defer(std::string_view queue, int64_t seq, const LockToken& token
                      const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Defer");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kDefer;
+  SettleRequest r = internal::MakeSettle(SettleOp::kDefer, seq, token);
   return impl_->SettleOne(queue, std::move(r), call).status();
 }
 
@@ -1057,10 +563,7 @@ Result<int64_t> Engine::Renew(std::string_view queue, int64_t seq, const LockTok
                               const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "Renew");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  SettleRequest r;
-  r.seq = seq;
-  r.token = token;
-  r.op = SettleOp::kRenew;
+  SettleRequest r = internal::MakeSettle(SettleOp::kRenew, seq, token);
   MQLITE_ASSIGN_OR_RETURN(SettleResult res, impl_->SettleOne(queue, std::move(r), call));
   return res.locked_until;
 }
@@ -1095,61 +598,6 @@ Result<std::vector<RenewOutcome>> Engine::RenewBatch(std::string_view queue,
   return out;
 }
 
-// ---- Tx ---------------------------------------------------------------------------------------
-
-Status Engine::Tx(const std::function<Status(TxContext&)>& fn, const CallOptions& call) {
-  Impl::Call guard(impl_.get(), call, "Tx");
-  MQLITE_RETURN_IF_ERROR(guard.status());
-  if (!fn) return Status::InvalidArgument("Tx: callback is empty");
-  std::exception_ptr thrown;
-  bool wrote = false;
-  TxContext* ctx = nullptr;
-  {
-    std::lock_guard<std::mutex> l(impl_->tx_mu);
-    if (impl_->tx_free.empty()) {
-      auto state = std::make_unique<TxContext::State>();
-      state->impl = impl_.get();
-      impl_->tx_contexts.push_back(std::unique_ptr<TxContext>(new TxContext(std::move(state))));
-      impl_->tx_free.push_back(impl_->tx_contexts.back().get());
-    }
-    ctx = impl_->tx_free.back();
-    impl_->tx_free.pop_back();
-  }
-  TxContext::State& state = *ctx->state_;
-  Status s = impl_->store->Run(
-      TxnKind::kWrite, ToRunOptions(call, /*rerunnable=*/false), [&](StoreTxn& txn) -> Status {
-        state.txn = &txn;
-        state.call = &call;
-        state.thread = std::this_thread::get_id();
-        state.wrote = false;
-        state.active = true;
-        tl_tx_engine = impl_.get();
-        Status r;
-        try {
-          r = fn(*ctx);
-        } catch (...) {
-          thrown = std::current_exception();
-          r = Status::Internal("Tx: the callback threw; everything it did was rolled back");
-        }
-        tl_tx_engine = nullptr;
-        state.active = false;
-        state.txn = nullptr;
-        state.call = nullptr;
-        if (r.ok()) r = txn.CheckNativeTxnOpen();
-        // SPEC §10: cancellation observed before commit rolls everything back.
-        if (r.ok()) r = CheckCancelled(call, "Tx");
-        wrote = state.wrote;
-        return r;
-      });
-  {
-    std::lock_guard<std::mutex> l(impl_->tx_mu);
-    impl_->tx_free.push_back(ctx);
-  }
-  if (thrown) std::rethrow_exception(thrown);
-  if (s.ok() && wrote) impl_->Wake();
-  return s;
-}
-
 // ---- Inspection and DLQ -------------------------------------------------------------------------
 
 Result<std::vector<Message>> Engine::Peek(std::string_view queue, const PeekOptions& options,
@@ -1163,6 +611,8 @@ Result<std::vector<Message>> Engine::Peek(std::string_view queue, const PeekOpti
                                           MQLITE_ASSIGN_OR_RETURN(out, txn.Peek(q, options));
                                           return Status::OK();
                                         }));
+  // A lock token is a capability to settle: only the claimer gets it.
+  for (Message& m : out) m.lock_token = LockToken{};
   return out;
 }
 
@@ -1185,10 +635,8 @@ Result<int64_t> Engine::Redrive(std::string_view queue, const RedriveOptions& op
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   std::string_view target = options.target_queue.empty() ? queue : options.target_queue;
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(target));
-  if (options.max_messages < 0 || options.older_than_ms < 0) {
-    return Status::InvalidArgument(QueueLabel(queue) +
-                                   ": redrive max_messages and older_than_ms must not be negative");
-  }
+  MQLITE_RETURN_IF_ERROR(
+      internal::ValidateDlqSelection(queue, "redrive", options.max_messages, options.older_than_ms));
   int64_t moved = 0;
   MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
@@ -1206,10 +654,8 @@ Result<int64_t> Engine::Purge(std::string_view queue, const PurgeOptions& option
   Impl::Call guard(impl_.get(), call, "Purge");
   MQLITE_RETURN_IF_ERROR(guard.status());
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
-  if (options.max_messages < 0 || options.older_than_ms < 0) {
-    return Status::InvalidArgument(QueueLabel(queue) +
-                                   ": purge max_messages and older_than_ms must not be negative");
-  }
+  MQLITE_RETURN_IF_ERROR(
+      internal::ValidateDlqSelection(queue, "purge", options.max_messages, options.older_than_ms));
   int64_t purged = 0;
   MQLITE_RETURN_IF_ERROR(impl_->OnQueue(
       TxnKind::kWrite, call, queue, [&](StoreTxn& txn, const QueueRecord& q) -> Status {
@@ -1219,12 +665,50 @@ Result<int64_t> Engine::Purge(std::string_view queue, const PurgeOptions& option
   return purged;
 }
 
+// ---- Operator paths ---------------------------------------------------------------------------------
+
+Status Engine::DeadLetterMessage(std::string_view queue, int64_t seq, std::string_view reason,
+                                 std::string_view description, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "DeadLetterMessage");
+  MQLITE_RETURN_IF_ERROR(guard.status());
+  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
+  MQLITE_RETURN_IF_ERROR(internal::ValidateSeq(queue, seq));
+  MQLITE_RETURN_IF_ERROR(internal::ValidateDeadLetterReason(queue, seq, reason, description));
+  const std::optional<std::string> desc =
+      description.empty() ? std::nullopt : std::optional<std::string>(description);
+  Status s = impl_->OnQueue(TxnKind::kWrite, call, queue, [&](StoreTxn& txn, const QueueRecord& q) {
+    return txn.DeadLetterMessage(q, seq, reason, desc, impl_->Now());
+  });
+  if (s.code() == StatusCode::kNotFound) {
+    return Status::NotFound(QueueLabel(queue) + ": " + Seq(seq) +
+                            " is not a live message of the queue (absent or already "
+                            "dead-lettered)");
+  }
+  if (s.ok()) impl_->Wake();  // the next member of its group may now be claimable
+  return s;
+}
+
+Status Engine::DeleteMessage(std::string_view queue, int64_t seq, const CallOptions& call) {
+  Impl::Call guard(impl_.get(), call, "DeleteMessage");
+  MQLITE_RETURN_IF_ERROR(guard.status());
+  MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
+  MQLITE_RETURN_IF_ERROR(internal::ValidateSeq(queue, seq));
+  Status s = impl_->OnQueue(TxnKind::kWrite, call, queue, [&](StoreTxn& txn, const QueueRecord& q) {
+    return txn.DeleteMessage(q, seq);
+  });
+  if (s.code() == StatusCode::kNotFound) {
+    return Status::NotFound(QueueLabel(queue) + ": " + Seq(seq) + " is not a message of the queue");
+  }
+  if (s.ok()) impl_->Wake();
+  return s;
+}
+
 // ---- Maintenance ----------------------------------------------------------------------------------
 
 Result<MaintenanceReport> Engine::RunMaintenance(const CallOptions& call) {
   Impl::Call guard(impl_.get(), call, "RunMaintenance");
   MQLITE_RETURN_IF_ERROR(guard.status());
-  return impl_->MaintainAll(impl_->options.maintenance_batch, call);
+  return impl_->maintainer->RunPass(impl_->options.maintenance_batch, call);
 }
 
 }  // namespace mqlite

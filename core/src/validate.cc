@@ -1,5 +1,8 @@
 #include "validate.h"
 
+#include <cstdint>
+#include <limits>
+#include <set>
 #include <string>
 
 namespace mqlite::internal {
@@ -89,7 +92,68 @@ Status ValidateReceive(std::string_view queue, const ReceiveOptions& o) {
   }
   if (o.wait_ms < 0 || o.wait_ms > kMaxWaitMs) {
     return Status::InvalidArgument(QueueLabel(queue) + ": wait_ms " + std::to_string(o.wait_ms) +
-                                   " outside 0-20000");
+                                   " outside 0-" + std::to_string(kMaxWaitMs));
+  }
+  if (o.attempt_id && (o.attempt_id->empty() || o.attempt_id->size() > kMaxIdBytes)) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": attempt_id must be 1-" +
+                                   std::to_string(kMaxIdBytes) + " bytes, got " +
+                                   std::to_string(o.attempt_id->size()));
+  }
+  return Status::OK();
+}
+
+Status ValidateSendBatch(std::string_view queue, size_t count, const EngineOptions& options) {
+  MQLITE_RETURN_IF_ERROR(ValidateQueueName(queue));
+  if (count == 0 || count > static_cast<size_t>(options.max_send_batch)) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": a send batch holds 1-" +
+                                   std::to_string(options.max_send_batch) + " messages, got " +
+                                   std::to_string(count));
+  }
+  return Status::OK();
+}
+
+Status ValidateSettleBatch(std::string_view queue, size_t count) {
+  MQLITE_RETURN_IF_ERROR(ValidateQueueName(queue));
+  if (count == 0 || count > kMaxSettleBatch) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": a settle batch holds 1-" +
+                                   std::to_string(kMaxSettleBatch) + " items, got " +
+                                   std::to_string(count));
+  }
+  return Status::OK();
+}
+
+Status ValidateDeferredSeqs(std::string_view queue, std::span<const int64_t> seqs) {
+  MQLITE_RETURN_IF_ERROR(ValidateQueueName(queue));
+  if (seqs.empty() || seqs.size() > static_cast<size_t>(kMaxReceive)) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": ReceiveDeferred takes 1-" +
+                                   std::to_string(kMaxReceive) + " seqs, got " +
+                                   std::to_string(seqs.size()));
+  }
+  std::set<int64_t> seen;
+  for (int64_t seq : seqs) {
+    MQLITE_RETURN_IF_ERROR(ValidateSeq(queue, seq));
+    if (!seen.insert(seq).second) {
+      return Status::InvalidArgument(QueueLabel(queue) + ": seq " + std::to_string(seq) +
+                                     " is listed twice");
+    }
+  }
+  return Status::OK();
+}
+
+Status ValidateAbandonDelay(std::string_view queue, int64_t seq, int64_t delay_ms) {
+  if (delay_ms < 0 || delay_ms > kMaxDelayMs) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": seq " + std::to_string(seq) +
+                                   ": abandon delay_ms " + std::to_string(delay_ms) +
+                                   " outside 0-" + std::to_string(kMaxDelayMs) + " (365 days)");
+  }
+  return Status::OK();
+}
+
+Status ValidateDlqSelection(std::string_view queue, std::string_view what, int64_t max_messages,
+                            int64_t older_than_ms) {
+  if (max_messages < 0 || older_than_ms < 0) {
+    return Status::InvalidArgument(QueueLabel(queue) + ": " + std::string(what) +
+                                   " max_messages and older_than_ms must not be negative");
   }
   return Status::OK();
 }
@@ -190,6 +254,53 @@ Status BuildEnqueueItem(const QueueRecord& queue, const EngineOptions& engine,
   int64_t ttl = m.ttl_ms;
   if (c.default_ttl_ms > 0 && (ttl == 0 || ttl > c.default_ttl_ms)) ttl = c.default_ttl_ms;
   item->expires_at = ttl > 0 ? item->visible_at + ttl : 0;
+  return Status::OK();
+}
+
+Status ValidateDeadLetterReason(std::string_view queue, int64_t seq, std::string_view reason,
+                                std::string_view description) {
+  const std::string where = QueueLabel(queue) + ": seq " + std::to_string(seq);
+  if (reason.empty() || reason.size() > kMaxIdBytes) {
+    return Status::InvalidArgument(where + ": dead-letter reason must be 1-" +
+                                   std::to_string(kMaxIdBytes) + " bytes, got " +
+                                   std::to_string(reason.size()));
+  }
+  if (description.size() > kMaxTextBytes) {
+    return Status::InvalidArgument(where + ": dead-letter description over " +
+                                   std::to_string(kMaxTextBytes) + " bytes");
+  }
+  return Status::OK();
+}
+
+namespace {
+
+Status OutOfRange(std::string_view field, int64_t value, int64_t lo, int64_t hi,
+                  std::string_view unit = {}) {
+  if (value >= lo && value <= hi) return Status::OK();
+  return Status::InvalidArgument("EngineOptions." + std::string(field) + " " +
+                                 std::to_string(value) + " outside " + std::to_string(lo) + "-" +
+                                 std::to_string(hi) + std::string(unit));
+}
+
+}  // namespace
+
+Status ValidateEngineOptions(const EngineOptions& o) {
+  MQLITE_RETURN_IF_ERROR(OutOfRange("maintenance_interval_ms", o.maintenance_interval_ms, 1,
+                                    kMaxMaintenanceIntervalMs, " (1 ms - 1 day)"));
+  MQLITE_RETURN_IF_ERROR(
+      OutOfRange("maintenance_batch", o.maintenance_batch, 1, kMaxMaintenanceBatch));
+  MQLITE_RETURN_IF_ERROR(OutOfRange("max_message_bytes", o.max_message_bytes, 1,
+                                    kMaxMessageBytesLimit, " (1 B - 256 MiB)"));
+  MQLITE_RETURN_IF_ERROR(OutOfRange("max_send_batch", o.max_send_batch, 1, kMaxSendBatchLimit));
+  MQLITE_RETURN_IF_ERROR(OutOfRange("dlq_max_age_ms", o.dlq_max_age_ms,
+                                    std::numeric_limits<int64_t>::min(), kMaxTtlMs,
+                                    " (≤ 0 = unbounded, at most 100 years)"));
+  MQLITE_RETURN_IF_ERROR(OutOfRange("receipt_retention_ms", o.receipt_retention_ms, 1,
+                                    kMaxDelayMs, " (1 ms - 365 days)"));
+  MQLITE_RETURN_IF_ERROR(OutOfRange("attempt_retention_ms", o.attempt_retention_ms, 1,
+                                    kMaxDelayMs, " (1 ms - 365 days)"));
+  MQLITE_RETURN_IF_ERROR(OutOfRange("group_commit_max", o.group_commit_max, 1, kMaxGroupCommit,
+                                    " (1 = no grouping)"));
   return Status::OK();
 }
 

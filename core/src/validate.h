@@ -4,6 +4,7 @@
 #define MQLITE_CORE_SRC_VALIDATE_H_
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "mqlite/engine.h"
@@ -28,6 +29,14 @@ inline constexpr int kMaxPeek = 1'000;
 inline constexpr int64_t kMaxDelayMs = 365LL * 24 * 3600 * 1000;  // delay, schedule horizon
 inline constexpr int64_t kMaxTtlMs = 100LL * 365 * 24 * 3600 * 1000;
 inline constexpr int64_t kMaxMessageBytesLimit = 256LL << 20;
+// The engine reads its clock saturated to [0, kMaxClockMs] (year ~146
+// million): now + any duration validated here stays far from INT64_MAX.
+inline constexpr int64_t kMaxClockMs = int64_t{1} << 62;
+// EngineOptions ranges (engine.h).
+inline constexpr int64_t kMaxMaintenanceIntervalMs = 24LL * 3600 * 1000;
+inline constexpr int64_t kMaxMaintenanceBatch = 1'000'000;
+inline constexpr int kMaxSendBatchLimit = 100'000;
+inline constexpr int kMaxGroupCommit = 4'096;
 
 // "queue 'name'" — the prefix every message about a queue starts with.
 std::string QueueLabel(std::string_view name);
@@ -38,6 +47,22 @@ Status ValidateReceive(std::string_view queue, const ReceiveOptions& options);
 Status ValidateSeq(std::string_view queue, int64_t seq);
 Status ValidateToken(std::string_view queue, int64_t seq, const LockToken& token);
 Status ValidatePeek(std::string_view queue, const PeekOptions& options);
+// Reject's and DeadLetterMessage's reason (1–128 bytes) and description
+// (≤ 1024 bytes).
+Status ValidateDeadLetterReason(std::string_view queue, int64_t seq, std::string_view reason,
+                                std::string_view description);
+Status ValidateEngineOptions(const EngineOptions& options);
+// A send batch: 1 – options.max_send_batch messages.
+Status ValidateSendBatch(std::string_view queue, size_t count, const EngineOptions& options);
+// CompleteBatch / RenewBatch: 1 – kMaxSettleBatch items.
+Status ValidateSettleBatch(std::string_view queue, size_t count);
+// ReceiveDeferred: 1 – kMaxReceive valid, distinct seqs.
+Status ValidateDeferredSeqs(std::string_view queue, std::span<const int64_t> seqs);
+// Abandon's delay: 0 – kMaxDelayMs.
+Status ValidateAbandonDelay(std::string_view queue, int64_t seq, int64_t delay_ms);
+// Redrive / Purge selection: max_messages and older_than_ms not negative.
+Status ValidateDlqSelection(std::string_view queue, std::string_view what, int64_t max_messages,
+                            int64_t older_than_ms);
 
 // Validates `m` for `queue` and fills `item` (times, state, group key).
 // `slot` is the message's index in its batch, named in error messages.

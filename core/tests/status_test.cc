@@ -6,6 +6,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -189,6 +190,29 @@ TEST(ResultTest, ConvertingConstruction) {
   Result<std::vector<int>> v = std::vector<int>{1, 2, 3};
   ASSERT_TRUE(v.has_value());
   EXPECT_EQ(v->size(), 3u);
+}
+
+// Issue 9: `for (auto& m : *engine.Receive(...))` must iterate a live vector.
+// Before the fix operator* on an rvalue Result returned T&& into the
+// temporary Result, which died at the end of the range-init expression, so
+// the loop read freed memory (ASan: heap-use-after-free). The type check
+// pins the contract at compile time; the loop proves it at run time under
+// the sanitizer build.
+Result<std::vector<std::string>> MakeBodies() {
+  return std::vector<std::string>{std::string(64, 'a'), std::string(64, 'b'), std::string(64, 'c')};
+}
+
+TEST(ResultTest, RvalueAccessorsReturnTheValueSoARangeForOverACallIsSafe) {
+  static_assert(std::is_same_v<decltype(*MakeBodies()), std::vector<std::string>>);
+  static_assert(std::is_same_v<decltype(MakeBodies().value()), std::vector<std::string>>);
+  std::string seen;
+  for (const std::string& b : *MakeBodies()) seen += b.substr(0, 1) + std::to_string(b.size());
+  EXPECT_EQ(seen, "a64b64c64");
+  // A move-only value still moves out of an rvalue Result.
+  Result<std::unique_ptr<int>> p = std::make_unique<int>(7);
+  std::unique_ptr<int> taken = *std::move(p);
+  ASSERT_NE(taken, nullptr);
+  EXPECT_EQ(*taken, 7);
 }
 
 TEST(ResultTest, ErrorCanBeMovedOut) {

@@ -201,8 +201,11 @@ std::vector<Phase> Run(mqlite::Engine& mq, int64_t total) {
       for (int64_t i = 0; i < kSendBatch && sent + i < batched; ++i) {
         batch.push_back(Job(one_by_one + sent + i));
       }
-      const std::vector<int64_t> seqs = Take(mq.SendBatch(kQueue, batch), "SendBatch");
-      Expect(seqs.size() == batch.size(), "SendBatch", "one seq per message expected");
+      const std::vector<mqlite::SendOutcome> outcomes = Take(mq.SendBatch(kQueue, batch), "SendBatch");
+      Expect(outcomes.size() == batch.size(), "SendBatch", "one outcome per message expected");
+      for (const mqlite::SendOutcome& o : outcomes) {
+        Expect(o.status.ok() && o.seq > 0, "SendBatch", "every slot of a batch without dedup is sent");
+      }
       sent += static_cast<int64_t>(batch.size());
       progress.Update(sent);
     }

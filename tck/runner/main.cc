@@ -7,7 +7,10 @@
 //   mqlite-tck --list-mutants
 //
 // Exit status: 0 when every test passed (skips allowed); 1 when any failed;
-// 2 for bad usage. With --expect-fail the meaning flips: 0 only if the kit
+// 2 for bad usage, including a store argument that does not work: before any
+// test runs, the runner opens (and removes) a probe store, so an unknown
+// store, a missing or unwritable directory, or a file that cannot be opened is
+// one line on stderr and exit 2. With --expect-fail the meaning flips: 0 only if the kit
 // failed at least one test (it stops at the first failure).
 #include <gtest/gtest.h>
 
@@ -18,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -145,6 +149,20 @@ int Usage(const char* msg) {
   return 2;
 }
 
+// Opens and closes one store of `profile` in a fixture of its own (whose
+// destruction removes the probe's files).
+Status ProbeStore(const StoreProfile& profile) {
+  if (!profile.make_fixture) return Status::InvalidArgument("the profile makes no fixtures");
+  std::unique_ptr<StoreFixture> fixture = profile.make_fixture();
+  if (!fixture) {
+    return Status::InvalidArgument(
+        "cannot create a test data set there (the profile's own message, if any, is above)");
+  }
+  Result<std::unique_ptr<Store>> store = fixture->Open();
+  if (!store.has_value()) return store.error();
+  return Status::OK();
+}
+
 int Main(int argc, char** argv) {
   std::string store, json, filter, mutant;
   bool expect_fail = false;
@@ -188,6 +206,14 @@ int Main(int argc, char** argv) {
   auto profile = MakeProfile(store);
   if (!profile.ok()) return Usage(profile.error().ToString().c_str());
   Selected() = std::move(*profile);
+  // A store argument that cannot work (a directory that does not exist or
+  // cannot be written, a file that cannot be opened) is a usage error, found
+  // by actually opening a probe store — never 200 failing tests.
+  if (Status probe = ProbeStore(Selected()); !probe.ok()) {
+    std::fprintf(stderr, "mqlite-tck: --store '%s' is not usable: %s\n", store.c_str(),
+                 std::string(probe.message()).c_str());
+    return 2;
+  }
   if (!mutant.empty()) {
     const Mutant* m = FindMutant(mutant);
     if (!m) return Usage(("unknown mutant '" + mutant + "' (see --list-mutants)").c_str());

@@ -530,7 +530,16 @@ class Driver {
           r ? Result<std::vector<int64_t>>(std::vector<int64_t>{*r}) : Result<std::vector<int64_t>>(r.error());
       return ApplySend(q, batch, true, as_vec);
     }
-    return ApplySend(q, batch, false, engine_->SendBatch(q, batch));
+    auto r = engine_->SendBatch(q, batch);
+    Result<std::vector<int64_t>> as_vec = Result<std::vector<int64_t>>(std::vector<int64_t>{});
+    if (r) {
+      std::vector<int64_t> seqs;
+      for (const SendOutcome& o : *r) seqs.push_back(o.seq);
+      as_vec = std::move(seqs);
+    } else {
+      as_vec = r.error();
+    }
+    return ApplySend(q, batch, false, as_vec);
   }
 
   std::string DoReceive() {
@@ -732,14 +741,29 @@ class Driver {
     Log("ReceiveDeferred " + q + " x" + std::to_string(seqs.size()));
     auto got = engine_->ReceiveDeferred(q, seqs);
     const int64_t now = Now();
-    bool all = true;
+    bool all = true, retire = false;
     for (int64_t s : seqs) {
       auto it = model_.msgs.find(s);
-      all &= it != model_.msgs.end() && it->second.queue == q &&
-             it->second.state == MessageState::kDeferred && !model_.Expired(it->second, now) &&
-             it->second.dc < model_.Q(q).max_delivery_count;
+      const bool deferred = it != model_.msgs.end() && it->second.queue == q &&
+                            it->second.state == MessageState::kDeferred;
+      all &= deferred;
+      retire |= deferred && (model_.Expired(it->second, now) ||
+                             it->second.dc >= model_.Q(q).max_delivery_count);
     }
     if (!all) return CheckCode("ReceiveDeferred", StatusCode::kNotFound, got.status());
+    if (retire) {
+      // Engine::ReceiveDeferred: the undeliverable ones are retired (and that
+      // commits), nothing is locked, and the call answers NotFound.
+      for (int64_t s : seqs) {
+        MMsg& m = model_.msgs.at(s);
+        if (model_.Expired(m, now)) {
+          model_.Expire(s, now);
+        } else if (m.dc >= model_.Q(q).max_delivery_count) {
+          model_.DeadLetter(m, std::string(kReasonMaxDelivery), std::nullopt, now);
+        }
+      }
+      return CheckCode("ReceiveDeferred", StatusCode::kNotFound, got.status());
+    }
     if (!got) return "ReceiveDeferred: " + got.error().ToString();
     for (size_t i = 0; i < seqs.size(); ++i) {
       MMsg& m = model_.msgs.at(seqs[i]);
@@ -882,7 +906,9 @@ class Driver {
       }
       std::vector<Message> want;
       for (const auto& [seq, m] : model_.msgs) {
-        if (m.queue == q) want.push_back(model_.ToMessage(m));
+        if (m.queue != q) continue;
+        want.push_back(model_.ToMessage(m));
+        want.back().lock_token = LockToken{};  // Peek never returns a token
       }
       for (size_t i = 0; i < std::max(got.size(), want.size()); ++i) {
         if (i >= got.size()) return "queue " + q + ": store lost " + Describe(want[i]);
@@ -904,7 +930,16 @@ class Driver {
         }
         ++w.total;
         w.body_bytes += static_cast<int64_t>(m.src.body.size());
-        if (!oldest && m.state == MessageState::kActive && model_.IsHead(m) && !model_.Expired(m, now)) oldest = &m;
+        // StoreTxn::Stats: what a Receive at `now` could claim.
+        const bool claimable_state =
+            m.state == MessageState::kActive ||
+            (m.state == MessageState::kScheduled && m.visible_at <= now) ||
+            (m.state == MessageState::kLocked && m.locked_until <= now);
+        if (claimable_state && model_.IsHead(m) && !model_.Expired(m, now) &&
+            m.dc < model_.Q(q).max_delivery_count &&
+            (!oldest || m.enqueued_at < oldest->enqueued_at)) {
+          oldest = &m;
+        }
       }
       w.oldest_claimable_age_ms = oldest ? std::max<int64_t>(0, now - oldest->enqueued_at) : 0;
       if (st->active != w.active || st->locked != w.locked || st->deferred != w.deferred ||

@@ -105,12 +105,26 @@ TEST_P(TckIdempotency, Spec4_BatchConflictSlotGetsSeqZeroOthersCommit) {
   MQ_ASSERT_OK_AND_ASSIGN(int64_t orig, engine().Send("dq", Msg("original", "k")));
   std::vector<OutgoingMessage> batch = {Msg("first", "a"), Msg("changed", "k"), Msg("third", "c"),
                                         Msg("original", "k")};
-  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, engine().SendBatch("dq", batch));
-  ASSERT_EQ(seqs.size(), 4u);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<SendOutcome> out, engine().SendBatch("dq", batch));
+  ASSERT_EQ(out.size(), 4u);
+  const std::vector<int64_t> seqs = SeqsOf(out);
   EXPECT_GT(seqs[0], orig);
   EXPECT_EQ(seqs[1], 0);
   EXPECT_GT(seqs[2], seqs[0]);
   EXPECT_EQ(seqs[3], orig);  // same key, same body: the original
+  // Per-slot outcomes (issue 9): the conflicting slot says why and names the
+  // key and the original; the replayed slot says it wrote nothing.
+  MQ_EXPECT_OK(out[0].status);
+  EXPECT_FALSE(out[0].duplicate);
+  MQ_EXPECT_CODE(out[1].status, kDedupConflict);
+  EXPECT_NE(out[1].status.message().find("message_id 'k'"), std::string::npos)
+      << out[1].status.ToString();
+  EXPECT_NE(out[1].status.message().find("seq " + std::to_string(orig)), std::string::npos)
+      << out[1].status.ToString();
+  EXPECT_FALSE(out[1].duplicate);
+  MQ_EXPECT_OK(out[2].status);
+  MQ_EXPECT_OK(out[3].status);
+  EXPECT_TRUE(out[3].duplicate);
   EXPECT_EQ(Total(engine(), "dq"), 3);
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, PeekAllOf(engine(), "dq"));
   ASSERT_EQ(all.size(), 3u);
@@ -125,8 +139,15 @@ TEST_P(TckIdempotency, Spec4_DuplicatesInsideOneBatch) {
   MQ_ASSERT_OK(CreateQueue(engine(), "dq", WithDedup(kWindow)));
   std::vector<OutgoingMessage> batch = {Msg("one", "d"), Msg("x"), Msg("one", "d"), Msg("two", "d"),
                                         Msg("x")};
-  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, engine().SendBatch("dq", batch));
-  ASSERT_EQ(seqs.size(), 5u);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<SendOutcome> out, engine().SendBatch("dq", batch));
+  ASSERT_EQ(out.size(), 5u);
+  const std::vector<int64_t> seqs = SeqsOf(out);
+  EXPECT_FALSE(out[0].duplicate);
+  EXPECT_TRUE(out[2].duplicate);  // an earlier slot of this batch
+  MQ_EXPECT_CODE(out[3].status, kDedupConflict);
+  EXPECT_NE(out[3].status.message().find("earlier in this batch, message 0"), std::string::npos)
+      << out[3].status.ToString();
+  EXPECT_TRUE(out[4].duplicate);
   EXPECT_GT(seqs[0], 0);
   EXPECT_GT(seqs[1], 0);
   EXPECT_NE(seqs[0], seqs[1]);
@@ -204,7 +225,7 @@ TEST_P(TckIdempotency, Spec4_DedupOffEverySendIsNew) {
   EXPECT_LT(c, d);
   EXPECT_LT(d, e);
   std::vector<OutgoingMessage> batch = {Msg("same", "id"), Msg("same", "id")};
-  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, engine().SendBatch("plain", batch));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, SendBatchSeqs(engine(), "plain", batch));
   ASSERT_EQ(seqs.size(), 2u);
   EXPECT_GT(seqs[0], e);
   EXPECT_GT(seqs[1], seqs[0]);
@@ -437,8 +458,8 @@ TEST_P(TckIdempotency, Spec7_2_AbandonReplayDoesNotDisturbTheNextConsumersLock) 
   MQ_EXPECT_OK(engine().Abandon("q", a.seq, a.lock_token));  // A's retry: replay
   MQ_ASSERT_OK_AND_ASSIGN(Message now, Find(engine(), "q", a.seq));
   EXPECT_EQ(now.state, MessageState::kLocked);
-  EXPECT_EQ(now.lock_token, b.lock_token);
-  EXPECT_EQ(now.locked_until, b.locked_until);
+  EXPECT_EQ(now.locked_until, b.locked_until);  // B's lease, untouched (Peek shows no token;
+                                                 // B's Complete below proves it is B's)
   EXPECT_EQ(now.delivery_count, 2);
   // A's other settles under the old token stay refused.
   MQ_EXPECT_CODE(engine().Complete("q", a.seq, a.lock_token), kLockLost);
@@ -494,7 +515,8 @@ TEST_P(TckIdempotency, Spec7_2_FailedSettleWritesNoReceipt) {
   MQ_EXPECT_CODE(engine().Complete("q", m.seq, m.lock_token), kLockLost);
   MQ_ASSERT_OK_AND_ASSIGN(Message still, Find(engine(), "q", m.seq));
   EXPECT_EQ(still.state, MessageState::kLocked);
-  EXPECT_EQ(still.lock_token, b.lock_token);
+  EXPECT_EQ(still.locked_until, b.locked_until);
+  MQ_EXPECT_OK(engine().Renew("q", b.seq, b.lock_token)) << "B still holds the lease";
 }
 
 // ---- receive attempts (SPEC §7.3); queues "q" and "other" with 1 h leases --------------
@@ -526,7 +548,7 @@ TEST_P(TckIdempotency, Spec7_3_RetryReturnsSameSeqsAndTokensAndClaimsNothingNew)
   EXPECT_EQ(st.active, 1);
   MQ_ASSERT_OK_AND_ASSIGN(Message p1, Find(engine(), "q", s1));
   EXPECT_EQ(p1.delivery_count, 1);
-  EXPECT_EQ(p1.lock_token, first[0].lock_token);
+  EXPECT_EQ(p1.locked_until, first[0].locked_until);  // the same lease (Peek shows no token)
   MQ_ASSERT_OK_AND_ASSIGN(Message p3, Find(engine(), "q", s3));
   EXPECT_EQ(p3.state, MessageState::kActive);
   EXPECT_EQ(p3.delivery_count, 0);

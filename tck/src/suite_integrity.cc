@@ -200,7 +200,7 @@ class Sweep {
         }
         seqs.push_back(*seq);
       } else {
-        Result<std::vector<int64_t>> got = e_.SendBatch(q_, batch);
+        Result<std::vector<int64_t>> got = SendBatchSeqs(e_, q_, batch);
         if (!got.has_value()) {
           errors_.Add("SendBatch up to #" + std::to_string(index) + ": " + got.status().ToString());
           break;

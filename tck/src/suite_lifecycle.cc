@@ -535,7 +535,7 @@ TEST_P(TckLifecycle, Spec3_RenewNeverShortensTheLease) {
   MQ_ASSERT_OK_AND_ASSIGN(Message m, SendAndReceive(engine(), "x"));
   ASSERT_EQ(m.locked_until, kT0 + kLock);
   // Lower the queue's lock_duration: now + 5 s is earlier than the current lease.
-  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", {.lock_duration_ms = 5'000}));
+  MQ_ASSERT_OK(engine().UpdateQueue({.name = "jobs", .lock_duration_ms = 5'000}));
   clock().Advance(1'000);
   MQ_ASSERT_OK_AND_ASSIGN(int64_t until, engine().Renew("jobs", m.seq, m.lock_token));
   EXPECT_EQ(until, kT0 + kLock);
@@ -1410,7 +1410,7 @@ TEST_P(TckLifecycle, Spec3_SeqStrictlyIncreasesAcrossQueuesAndBatches) {
     all.push_back(a);
     all.push_back(b);
     std::vector<OutgoingMessage> batch(4, OutgoingMessage{.body = "batch"});
-    MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> bs, engine().SendBatch("jobs", batch));
+    MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> bs, SendBatchSeqs(engine(), "jobs", batch));
     ASSERT_EQ(bs.size(), 4u);
     all.insert(all.end(), bs.begin(), bs.end());
   }
@@ -1569,7 +1569,7 @@ TEST_P(TckLifecycle, Spec7_1_SharedStoreReopenKeepsLiveLeases) {
 
 // ---- queues (SPEC §2) -------------------------------------------------------------------
 
-TEST_P(TckLifecycle, Spec2_CreateQueueIsAnIdempotentUpsert) {
+TEST_P(TckLifecycle, Spec2_CreateQueueIsIdempotentAndUpdateQueueChangesTheConfig) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
   QueueConfig c{.name = "cfg",
                 .lock_duration_ms = 5'000,
@@ -1589,10 +1589,12 @@ TEST_P(TckLifecycle, Spec2_CreateQueueIsAnIdempotentUpsert) {
 
   MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, SendBody(engine(), "cfg", "kept"));
   c.lock_duration_ms = 7'000;
-  MQ_ASSERT_OK_AND_ASSIGN(QueueConfig updated, engine().CreateQueue(c));
+  MQ_ASSERT_OK_AND_ASSIGN(QueueConfig unchanged, engine().CreateQueue(c));
+  EXPECT_EQ(unchanged, first) << "CreateQueue never changes an existing queue";
+  MQ_ASSERT_OK_AND_ASSIGN(QueueConfig updated, engine().UpdateQueue(c));
   EXPECT_EQ(updated.lock_duration_ms, 7'000);
   MQ_ASSERT_OK_AND_ASSIGN(Message m, ReceiveOne(engine(), "cfg"));
-  EXPECT_EQ(m.seq, seq) << "an upsert keeps the queue's messages";
+  EXPECT_EQ(m.seq, seq) << "an update keeps the queue's messages";
   EXPECT_EQ(m.locked_until, kT0 + 7'000);
 
   ASSERT_NO_FATAL_FAILURE(Reopen());

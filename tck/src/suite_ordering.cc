@@ -315,7 +315,7 @@ TEST_P(TckOrdering, Spec5_Spec11_ClaimSkipsLargeBlockedGroupInFront) {
     batch[i].body = "g" + std::to_string(i);
     batch[i].group_id = "G";
   }
-  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> first, engine().SendBatch("std", batch));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> first, SendBatchSeqs(engine(), "std", batch));
   MQ_ASSERT_OK(engine().SendBatch("std", batch));
   MQ_ASSERT_OK_AND_ASSIGN(Message head, ReceiveOne(engine(), "std"));
   ASSERT_EQ(head.seq, first[0]);

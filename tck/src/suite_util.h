@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -92,6 +93,21 @@ inline ::testing::AssertionResult StatsEq(const QueueStats& a, const QueueStats&
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << StatsString(a) << " != " << StatsString(b);
+}
+
+// The seq of each SendBatch slot (0 for a slot that failed, e.g. a dedup
+// conflict).
+inline std::vector<int64_t> SeqsOf(const std::vector<SendOutcome>& outcomes) {
+  std::vector<int64_t> out;
+  for (const SendOutcome& o : outcomes) out.push_back(o.seq);
+  return out;
+}
+template <typename Sender>
+Result<std::vector<int64_t>> SendBatchSeqs(Sender& e, std::string_view queue,
+                                           std::span<const OutgoingMessage> batch) {
+  Result<std::vector<SendOutcome>> r = e.SendBatch(queue, batch);
+  if (!r.has_value()) return std::move(r).error();
+  return SeqsOf(*r);
 }
 
 inline std::vector<int64_t> Seqs(const std::vector<Message>& ms) {

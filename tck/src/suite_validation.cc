@@ -404,7 +404,7 @@ TEST_P(TckValidation, Spec4_BatchLargerThanMaxSendBatchIsInvalidArgument) {
   MQ_EXPECT_CODE(engine().SendBatch("jobs", batch), kInvalidArgument);
   ExpectNothingWritten(engine(), seeded);
   batch.resize(1'000);
-  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, engine().SendBatch("jobs", batch));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<int64_t> seqs, SendBatchSeqs(engine(), "jobs", batch));
   EXPECT_EQ(seqs.size(), 1'000u);
 }
 
@@ -540,6 +540,93 @@ TEST_P(TckValidation, Spec6_PeekMaxMessagesOutsideOneToThousand) {
   MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, engine().Peek("jobs", {.max_messages = 1'000}));
   EXPECT_EQ(all.size(), 4u);
   ExpectNothingWritten(engine(), seeded);
+}
+
+// ---- extreme options and clocks (SPEC §10: bad input never crashes) --------------
+// Issue 9: INT64_MAX retention and intervals, and clocks near INT64_MAX,
+// overflowed signed arithmetic (UBSan, which the asan preset makes fatal).
+
+TEST_P(TckValidation, Spec10_EngineOptionsOutOfRangeAreRefusedNamingTheField) {
+  CloseEngine();
+  const EngineOptions base = engine_options();
+  struct Case {
+    const char* field;
+    void (*set)(EngineOptions&);
+  };
+  const Case cases[] = {
+      {"maintenance_interval_ms", [](EngineOptions& o) { o.maintenance_interval_ms = INT64_MAX; }},
+      {"maintenance_interval_ms", [](EngineOptions& o) { o.maintenance_interval_ms = 0; }},
+      {"maintenance_batch", [](EngineOptions& o) { o.maintenance_batch = INT64_MAX; }},
+      {"max_message_bytes", [](EngineOptions& o) { o.max_message_bytes = INT64_MAX; }},
+      {"max_send_batch", [](EngineOptions& o) { o.max_send_batch = INT32_MAX; }},
+      {"dlq_max_age_ms", [](EngineOptions& o) { o.dlq_max_age_ms = INT64_MAX; }},
+      {"receipt_retention_ms", [](EngineOptions& o) { o.receipt_retention_ms = INT64_MAX; }},
+      {"attempt_retention_ms", [](EngineOptions& o) { o.attempt_retention_ms = INT64_MAX; }},
+      {"attempt_retention_ms", [](EngineOptions& o) { o.attempt_retention_ms = -1; }},
+      {"group_commit_max", [](EngineOptions& o) { o.group_commit_max = 0; }},
+      {"group_commit_max", [](EngineOptions& o) { o.group_commit_max = INT32_MAX; }},
+  };
+  for (const Case& c : cases) {
+    engine_options() = base;
+    c.set(engine_options());
+    Result<std::unique_ptr<Engine>> e = OpenEngine();
+    ASSERT_FALSE(e.has_value()) << c.field;
+    MQ_EXPECT_CODE(e.status(), kInvalidArgument) << c.field;
+    EXPECT_NE(e.error().message().find(c.field), std::string_view::npos) << e.error().ToString();
+  }
+  engine_options() = base;
+  ASSERT_NO_FATAL_FAILURE(Reopen());  // nothing was touched by the refused opens
+}
+
+// Every option at the top of its range, with the clock near INT64_MAX (and
+// then before the epoch): a whole lifecycle runs without a signed overflow.
+TEST_P(TckValidation, Spec10_ExtremeButValidOptionsAndClocksDoNotOverflow) {
+  engine_options().maintenance_interval_ms = 24LL * 3600 * 1000;
+  engine_options().maintenance_batch = 1'000'000;
+  engine_options().dlq_max_age_ms = 100LL * 365 * 24 * 3600 * 1000;
+  engine_options().dlq_max_count = INT64_MAX;
+  engine_options().dlq_max_bytes = INT64_MAX;
+  engine_options().receipt_retention_ms = 365LL * 24 * 3600 * 1000;
+  engine_options().attempt_retention_ms = 365LL * 24 * 3600 * 1000;
+  ASSERT_NO_FATAL_FAILURE(Reopen());
+  for (int64_t at : {INT64_MAX - 1, INT64_MAX / 2, INT64_MIN + 1}) {
+    SCOPED_TRACE("clock at " + std::to_string(at));
+    clock().Set(at);
+    const std::string q = "x" + std::to_string(static_cast<uint64_t>(at) % 1000);
+    QueueConfig c;
+    c.lock_duration_ms = 12LL * 3600 * 1000;
+    c.default_ttl_ms = 100LL * 365 * 24 * 3600 * 1000;
+    c.dedup_window_ms = 365LL * 24 * 3600 * 1000;
+    c.dlq_max_age_ms = INT64_MAX;  // per queue: any positive age is allowed
+    MQ_ASSERT_OK(CreateQueue(engine(), q, c));
+    OutgoingMessage later = Out("later");
+    later.delay_ms = 365LL * 24 * 3600 * 1000;
+    later.ttl_ms = 100LL * 365 * 24 * 3600 * 1000;
+    MQ_ASSERT_OK(engine().Send(q, later));
+    OutgoingMessage far = Out("far");
+    far.schedule_at_ms = INT64_MAX;  // beyond any horizon: refused, not wrapped
+    MQ_EXPECT_CODE(engine().Send(q, far), kInvalidArgument);
+    MQ_ASSERT_OK(engine().Send(q, Out("now")));
+    MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got, ReceiveMany(engine(), q, 5));
+    ASSERT_EQ(got.size(), 1u);
+    MQ_ASSERT_OK(engine().Renew(q, got[0].seq, got[0].lock_token));
+    MQ_ASSERT_OK(engine().Abandon(q, got[0].seq, got[0].lock_token, 365LL * 24 * 3600 * 1000));
+    MQ_ASSERT_OK(engine().Abandon(q, got[0].seq, got[0].lock_token, 365LL * 24 * 3600 * 1000))
+        << "receipt replay";
+    MQ_ASSERT_OK(engine().RunMaintenance());
+    MQ_ASSERT_OK(engine().Stats(q));
+    MQ_ASSERT_OK(engine().Redrive(q, {.older_than_ms = INT64_MAX}));
+    MQ_ASSERT_OK(engine().Purge(q, {.older_than_ms = INT64_MAX}));
+    MQ_ASSERT_OK(engine().Send(q, Out("now")));  // a dedup resend: same seq
+    ReceiveOptions o;
+    o.attempt_id = "a" + q;
+    MQ_ASSERT_OK(engine().Receive(q, o));
+    MQ_ASSERT_OK(engine().Receive(q, o));  // attempt replay
+    MQ_ASSERT_OK(engine().Peek(q));
+  }
+  // A deadline too far to represent means no deadline.
+  MQ_EXPECT_OK(engine().Stats("x" + std::to_string(static_cast<uint64_t>(INT64_MAX - 1) % 1000),
+                               CallOptions::Timeout(INT64_MAX)));
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 //   auto got = (*engine)->Receive("jobs", {.max_messages = 16});
 //   for (auto& m : *got) (void)(*engine)->Complete("jobs", m.seq, m.lock_token);
 //
+// (`for (auto& m : *(*engine)->Receive("jobs"))` is safe too: an rvalue
+// Result hands out its value, not a reference into itself.)
+//
 // Thread-safety: every method may be called from any thread concurrently
 // (SPEC §9). Close() fences the engine: later calls return Closed, calls in
 // flight finish, long-poll waiters wake with Closed, then the store (and an
@@ -16,6 +19,14 @@
 // Errors: every method returns Status / Result (SPEC §10); nothing throws.
 // Bad input is refused before anything is written, with a message naming the
 // queue, seq or field at fault.
+//
+// fork(): Close() every engine before fork() and open new ones in the child
+// (and, if it goes on, in the parent). A child inherits the parent's open
+// file descriptors — an embedded store's exclusive lock and its database
+// connection — but not the maintenance thread or any thread in a call, so
+// using an inherited engine in the child can corrupt the store, and its
+// destructor would release the parent's lock. Neither SQLite nor LMDB
+// supports using a connection/environment across fork().
 #ifndef MQLITE_ENGINE_H_
 #define MQLITE_ENGINE_H_
 
@@ -36,7 +47,9 @@ namespace mqlite {
 
 struct EngineOptions {
   // Source of "now". nullptr = SystemClock(). Not owned; must outlive the
-  // engine.
+  // engine. The engine reads it saturated to [0, 2^62] ms (a clock before the
+  // epoch reads as 0; one beyond year ~146 million as 2^62), so every time
+  // it derives (now + lease, + delay, + TTL, + retention) stays in range.
   Clock* clock = nullptr;
   // Run maintenance (schedules, lease expiry, TTL, retention, expired
   // idempotency records) on a background thread every
@@ -49,6 +62,12 @@ struct EngineOptions {
   int64_t max_message_bytes = 1 << 20;
   // Largest batch accepted by SendBatch.
   int max_send_batch = 1'000;
+  // Ranges (Open refuses anything else with InvalidArgument naming the
+  // field): maintenance_interval_ms 1 ms – 1 day; maintenance_batch 1 – 10^6;
+  // max_send_batch 1 – 100,000; dlq_max_age_ms ≤ 100 years;
+  // receipt_retention_ms and attempt_retention_ms 1 ms – 365 days;
+  // group_commit_max 1 – 4,096.
+  //
   // Engine defaults for DLQ retention (SPEC §6); a queue's 0 inherits these;
   // ≤ 0 here means unbounded.
   int64_t dlq_max_age_ms = 14LL * 24 * 3600 * 1000;
@@ -94,8 +113,8 @@ class TxContext {
   const std::string& native_handle_type() const;
 
   Result<int64_t> Send(std::string_view queue, const OutgoingMessage& message);
-  Result<std::vector<int64_t>> SendBatch(std::string_view queue,
-                                         std::span<const OutgoingMessage> messages);
+  Result<std::vector<SendOutcome>> SendBatch(std::string_view queue,
+                                             std::span<const OutgoingMessage> messages);
   Status Complete(std::string_view queue, int64_t seq, const LockToken& token);
   Status Abandon(std::string_view queue, int64_t seq, const LockToken& token,
                  int64_t delay_ms = 0);
@@ -128,8 +147,18 @@ class Engine {
   // returns InvalidArgument: use the TxContext.
 
   // ---- Queues (SPEC §2) ----------------------------------------------------
-  // Idempotent upsert of name + config; returns the stored config.
+  // Creates the queue if no queue of that name exists; returns the stored
+  // config. If it exists, nothing changes and its stored config is returned
+  // (compare it with yours to notice drift) — so startup code can call
+  // CreateQueue on every start without resetting a tuned queue.
+  // `config` is validated either way.
   Result<QueueConfig> CreateQueue(const QueueConfig& config, const CallOptions& call = {});
+  // Replaces the config of an existing queue (QueueNotFound if absent),
+  // keeping its messages; returns the stored config. Changing `ordering`
+  // while the queue holds messages is InvalidArgument (group keys were fixed
+  // at send time). New values apply from the next operation: an existing
+  // lease keeps its locked_until, a sent message keeps its expires_at.
+  Result<QueueConfig> UpdateQueue(const QueueConfig& config, const CallOptions& call = {});
   Result<QueueConfig> GetQueue(std::string_view name, const CallOptions& call = {});
   Result<std::vector<QueueConfig>> ListQueues(const CallOptions& call = {});
   // Deletes the queue and all its messages, in any state.
@@ -141,12 +170,14 @@ class Engine {
   // DedupConflict.
   Result<int64_t> Send(std::string_view queue, const OutgoingMessage& message,
                        const CallOptions& call = {});
-  // One commit for the whole batch; one seq per slot. Every message is
-  // validated before anything is written. A dedup conflict yields seq 0 for
-  // that slot while the other slots commit.
-  Result<std::vector<int64_t>> SendBatch(std::string_view queue,
-                                         std::span<const OutgoingMessage> messages,
-                                         const CallOptions& call = {});
+  // One commit for the whole batch; one outcome per slot (SendOutcome: the
+  // seq, whether it was a dedup duplicate, or the slot's DedupConflict).
+  // Every message is validated before anything is written: an invalid
+  // message fails the whole call and writes nothing. A dedup conflict fails
+  // only its slot while the other slots commit.
+  Result<std::vector<SendOutcome>> SendBatch(std::string_view queue,
+                                             std::span<const OutgoingMessage> messages,
+                                             const CallOptions& call = {});
   // Deletes a scheduled message that was never delivered; NotFound otherwise.
   Status Cancel(std::string_view queue, int64_t seq, const CallOptions& call = {});
 
@@ -157,8 +188,15 @@ class Engine {
   // Close (→ Closed).
   Result<std::vector<Message>> Receive(std::string_view queue, const ReceiveOptions& options = {},
                                        const CallOptions& call = {});
-  // Locks the given deferred messages (all or nothing: NotFound names the
-  // first seq that is not a deferred message of the queue).
+  // Locks the given deferred messages, all or nothing: NotFound names the
+  // first seq that is not a deferred message of the queue, and then nothing
+  // is locked. A deferred message that can no longer be delivered is retired
+  // exactly as a claim would retire it (SPEC §7.4, §3): one that has used
+  // all max_delivery_count deliveries is dead-lettered
+  // (MaxDeliveryCountExceeded), one whose TTL passed is expired (dead-letter
+  // TTLExpired, or deleted). That retirement commits — promoting the next
+  // member of its group — while nothing else is locked, and the call
+  // returns NotFound saying what happened to which seq.
   Result<std::vector<Message>> ReceiveDeferred(std::string_view queue,
                                                std::span<const int64_t> seqs,
                                                const CallOptions& call = {});
@@ -196,6 +234,9 @@ class Engine {
   Status Tx(const std::function<Status(TxContext&)>& fn, const CallOptions& call = {});
 
   // ---- Inspection and DLQ (SPEC §6) ----------------------------------------
+  // Messages in seq order, optionally of one state. Takes no lock and never
+  // returns a lock token (lock_token is empty; locked_until is shown), so an
+  // inspector cannot settle a lease it does not own.
   Result<std::vector<Message>> Peek(std::string_view queue, const PeekOptions& options = {},
                                     const CallOptions& call = {});
   Result<QueueStats> Stats(std::string_view queue, const CallOptions& call = {});
@@ -204,6 +245,19 @@ class Engine {
                           const CallOptions& call = {});
   Result<int64_t> Purge(std::string_view queue, const PurgeOptions& options = {},
                         const CallOptions& call = {});
+
+  // ---- Operator paths for one stuck message --------------------------------
+  // Dead-letters message `seq` in any live state (active, scheduled,
+  // deferred, or locked — the lease is revoked and its holder's settles get
+  // LockLost) with `reason` (1–128 bytes) and `description` (≤ 1024 bytes);
+  // the next member of its group becomes the head. From the DLQ it can be
+  // redriven or purged as usual. NotFound if `seq` is not a message of the
+  // queue or is already dead-lettered.
+  Status DeadLetterMessage(std::string_view queue, int64_t seq, std::string_view reason,
+                           std::string_view description = {}, const CallOptions& call = {});
+  // Deletes message `seq` in any state, dead letters included; the next
+  // member of its group becomes the head. NotFound if absent.
+  Status DeleteMessage(std::string_view queue, int64_t seq, const CallOptions& call = {});
 
   // ---- Maintenance (SPEC §1) -----------------------------------------------
   // One pass over every queue: due schedules, expired leases, TTL, DLQ

@@ -149,12 +149,19 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return has_value(); }
 
   // REQUIRES: has_value().
+  //
+  // On an rvalue Result (a call's return value used directly) value() and
+  // operator* return the T itself, moved out, never a reference into the
+  // dying Result: `for (const Message& m : *engine.Receive("q"))` then
+  // iterates a vector whose lifetime the range-for extends, instead of one
+  // destroyed at the end of the full expression. (std::expected returns T&&
+  // here; this is where we deliberately differ.)
   T& value() & { return std::get<0>(v_); }
   const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
+  T value() && { return std::get<0>(std::move(v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

@@ -71,6 +71,11 @@ struct StoreCapabilities {
   // "none" (state does not survive the process, e.g. an in-memory store).
   std::string crash_model = "process";
   std::string name;  // "sqlite", "lmdb", "postgres", ...
+  // How many write transactions the store can usefully run at once: group
+  // commit (SPEC §9) runs at most this many groups concurrently, so it never
+  // turns a store that runs bodies concurrently into a one-connection
+  // writer. 1 for a store with a single writer (SQLite, LMDB, memory).
+  int write_concurrency = 1;
 };
 
 // A queue as the store holds it: the engine-resolved config plus the store's
@@ -162,6 +167,9 @@ struct RetentionBounds {
   int64_t max_bytes = -1;
 };
 
+// Stats' bound on entries visited per kind past the first (see StoreTxn::Stats).
+inline constexpr int64_t kStatsProbeLimit = 256;
+
 // Operations inside one store transaction. Unless a contract says otherwise,
 // `queue` was obtained from GetQueue/UpsertQueue in the same Run, and an
 // operation on queue A never reads or changes messages of queue B (SPEC §2:
@@ -176,7 +184,9 @@ class StoreTxn {
   // ---- Queues (SPEC §2) ----------------------------------------------------
 
   // Creates the queue, or replaces the config of an existing queue of that
-  // name (keeping its id and messages). Sets *created accordingly.
+  // name (keeping its id and messages). Sets *created accordingly. (The
+  // engine's CreateQueue calls it only after GetQueue found no queue of that
+  // name in the same transaction; UpdateQueue only after it found one.)
   // InvalidArgument if `config.ordering` differs from the stored one while the
   // queue holds any message (group keys were fixed at send time).
   virtual Result<QueueRecord> UpsertQueue(const QueueConfig& config, int64_t now,
@@ -236,7 +246,9 @@ class StoreTxn {
 
   // Locks deferred message `seq` (SPEC §6 ReceiveDeferred): state → locked,
   // delivery_count += 1, token and locked_until as given. NotFound if `seq` is
-  // not a deferred message of this queue.
+  // not a deferred message of this queue, or (defensively; the engine retires
+  // such a message with DeadLetterMessage / DeleteMessage before asking) if
+  // it is TTL-expired or has used all max_delivery_count deliveries.
   virtual Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq,
                                         const LockToken& token, int64_t now,
                                         int64_t locked_until) = 0;
@@ -265,7 +277,20 @@ class StoreTxn {
   // most max_messages. Takes no lock; changes nothing.
   virtual Result<std::vector<Message>> Peek(const QueueRecord& queue,
                                             const PeekOptions& options) = 0;
-  // Counts per state, total, body bytes, age of the oldest claimable message.
+  // Counts per state, total, body bytes, and oldest_claimable_age_ms: now −
+  // the smallest enqueued_at among the messages a Claim at `now` could
+  // return once the time-driven transitions a Receive applies first have run
+  // (PromoteDue, ReclaimLocks): group heads and ungrouped messages that are
+  // (a) active, (b) scheduled with visible_at ≤ now, or (c) locked with
+  // locked_until ≤ now and delivery_count < max_delivery_count; in every case
+  // not TTL-expired (expires_at == 0 || expires_at > now), and for (a) and (b)
+  // delivery_count < max_delivery_count. 0 if there is none. Not the lowest
+  // seq: a redriven message keeps its enqueued_at under a new seq.
+  // Cost: one index seek per kind, each visiting at most kStatsProbeLimit
+  // entries past the first — (a) walks active heads by enqueued_at, (b) and
+  // (c) walk the due and lease indexes up to `now` — so Stats stays bounded
+  // behind any backlog; a kind with more unclaimable entries than that in
+  // front (more than a maintenance batch behind) reports from what it saw.
   virtual Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) = 0;
   // Moves dead letters (oldest dead-lettered first, at most max_messages if >
   // 0, only those dead-lettered at or before now − older_than_ms) to `target`
@@ -280,6 +305,27 @@ class StoreTxn {
   // Deletes dead letters (same selection as Redrive). Returns how many.
   virtual Result<int64_t> PurgeDeadLetters(const QueueRecord& queue,
                                            const PurgeOptions& options, int64_t now) = 0;
+
+  // ---- Operator paths (SPEC §6; Engine::DeadLetterMessage / DeleteMessage) ---
+  // Optional for old ports (default Unimplemented); the kit requires both.
+
+  // Dead-letters message `seq` of this queue whatever its live state (active,
+  // scheduled, deferred, locked — the lease and token are cleared), with
+  // `reason` / `description` and dead_lettered_at = now; headship passes to
+  // the next live member of its group. NotFound if `seq` is not a message of
+  // this queue or is already dead-lettered.
+  virtual Status DeadLetterMessage(const QueueRecord& queue, int64_t seq,
+                                   std::string_view reason,
+                                   const std::optional<std::string>& description, int64_t now) {
+    (void)queue, (void)seq, (void)reason, (void)description, (void)now;
+    return Status::Unimplemented("DeadLetterMessage is not implemented by this store");
+  }
+  // Deletes message `seq` of this queue in any state (dead letters included),
+  // keeping headship and DLQ totals right. NotFound if absent.
+  virtual Status DeleteMessage(const QueueRecord& queue, int64_t seq) {
+    (void)queue, (void)seq;
+    return Status::Unimplemented("DeleteMessage is not implemented by this store");
+  }
 
   // ---- Maintenance and recovery (SPEC §3, §6, §7.1) --------------------------
   // Each step works on one queue, touches at most `limit` messages, seeks an
@@ -438,6 +484,13 @@ class StoreTxnWrapper : public StoreTxn {
   Result<int64_t> PurgeDeadLetters(const QueueRecord& q, const PurgeOptions& o,
                                    int64_t now) override {
     return target_->PurgeDeadLetters(q, o, now);
+  }
+  Status DeadLetterMessage(const QueueRecord& q, int64_t seq, std::string_view reason,
+                           const std::optional<std::string>& description, int64_t now) override {
+    return target_->DeadLetterMessage(q, seq, reason, description, now);
+  }
+  Status DeleteMessage(const QueueRecord& q, int64_t seq) override {
+    return target_->DeleteMessage(q, seq);
   }
   Result<int64_t> PromoteDue(const QueueRecord& q, int64_t now, int64_t limit) override {
     return target_->PromoteDue(q, now, limit);

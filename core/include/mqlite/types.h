@@ -56,8 +56,10 @@ Result<MessageState> ParseMessageState(std::string_view name);
 inline constexpr std::string_view kReasonMaxDelivery = "MaxDeliveryCountExceeded";
 inline constexpr std::string_view kReasonTtlExpired = "TTLExpired";
 
-// A queue's configuration (SPEC §2). CreateQueue is an idempotent upsert of
-// name + config. Zero means "the default" where the comment says so.
+// A queue's configuration (SPEC §2). Engine::CreateQueue creates a queue if
+// absent (an existing queue's config is returned, never changed);
+// Engine::UpdateQueue replaces it. Zero means "the default" where the
+// comment says so.
 struct QueueConfig {
   std::string name{};  // 1–128 bytes of [A-Za-z0-9._:/-]
   int64_t lock_duration_ms = 30'000;  // 1 s – 12 h
@@ -149,9 +151,16 @@ struct CallOptions {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 
   // Convenience: a deadline `ms` from now.
+  // Saturating: a negative `ms` is already past; one too large to represent
+  // (beyond ~292 years of steady-clock nanoseconds) means no deadline.
   static CallOptions Timeout(int64_t ms) {
     CallOptions o;
-    o.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point now = Clock::now();
+    const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(
+        Clock::time_point::max() - now);
+    o.deadline = ms >= room.count() ? Clock::time_point::max()
+                                    : now + std::chrono::milliseconds(ms);
     return o;
   }
 };
@@ -160,6 +169,20 @@ struct CallOptions {
 struct SettleItem {
   int64_t seq = 0;
   LockToken token{};
+};
+
+// Per-slot outcome of SendBatch (SPEC §4).
+struct SendOutcome {
+  // The slot's seq: a new one, or with `duplicate` the original send's. 0 when
+  // `status` is not OK.
+  int64_t seq = 0;
+  // OK, or DedupConflict (the key was sent within the dedup window with a
+  // different body; the message names the key and the original seq). A
+  // conflicting slot fails alone: the batch's other slots commit.
+  Status status{};
+  // True when the slot was a resend of the same key and body within the dedup
+  // window: nothing was written and `seq` is the original message's.
+  bool duplicate = false;
 };
 
 // Per-item outcome of RenewBatch: the committed locked_until, or the error.
@@ -194,7 +217,15 @@ struct QueueStats {
   int64_t dead_lettered = 0;
   int64_t total = 0;
   int64_t body_bytes = 0;
-  // now − enqueued_at of the oldest message a Receive could claim now; 0 if none.
+  // now − enqueued_at of the oldest message a Receive could claim at `now`
+  // (0 if none): the number to alert on. It counts what a Receive would
+  // return — group heads (and ungrouped messages) that are active, scheduled
+  // and already due, or locked under an expired lease with deliveries left —
+  // and leaves out TTL-expired messages, live leases, future schedules,
+  // deferred messages and group members blocked behind their head. Age is
+  // measured from enqueued_at, which a Redrive keeps, so a redriven message
+  // counts as old as it is. Bounded cost: each store seeks an index per kind
+  // (docs/concepts.md § Stats).
   int64_t oldest_claimable_age_ms = 0;
 };
 

@@ -7,7 +7,7 @@
 // first, so a queue's entries are one contiguous range.
 //
 //   claim        (queue, -priority, seq)   state active AND is_head
-//   claim_seq    (queue, seq)              same rows, in seq order (Stats' oldest claimable)
+//   claim_age    (queue, enqueued_at, seq) same rows, by age (Stats' oldest claimable)
 //   group        (queue, group_key, seq)   group_key present AND state ≠ dead-lettered
 //   due          (queue, visible_at, seq)  state scheduled
 //   lease        (queue, locked_until, seq) state locked
@@ -113,7 +113,7 @@ struct Data {
 
   std::map<int64_t, Row> messages;  // by seq
   std::set<Key3> claim;
-  std::set<QueueSeq> claim_seq;
+  std::set<Key3> claim_age;
   std::set<GroupEntry> group;
   std::set<Key3> due;
   std::set<Key3> lease;

@@ -53,9 +53,9 @@ std::optional<Key3> ClaimKey(int64_t seq, const Row& r) {
   if (r.state != MessageState::kActive || !r.is_head) return std::nullopt;
   return Key3{r.queue_id, -static_cast<int64_t>(r.priority), seq};
 }
-std::optional<QueueSeq> ClaimSeqKey(int64_t seq, const Row& r) {
+std::optional<Key3> ClaimAgeKey(int64_t seq, const Row& r) {
   if (r.state != MessageState::kActive || !r.is_head) return std::nullopt;
-  return QueueSeq{r.queue_id, seq};
+  return Key3{r.queue_id, r.enqueued_at, seq};
 }
 std::optional<GroupEntry> GroupKeyOf(int64_t seq, const Row& r) {
   if (!r.group_key || r.state == MessageState::kDeadLettered) return std::nullopt;
@@ -444,15 +444,31 @@ class MemTxn final : public StoreTxn {
     st.dead_lettered = q.count[S(MessageState::kDeadLettered)];
     st.total = q.total();
     for (int64_t b : q.bytes) st.body_bytes += b;
-    // Oldest claimable: the first active head in seq order that has not
-    // expired. Walks past expired heads only (maintenance removes those).
-    for (auto it = d_->claim_seq.lower_bound(QueueSeq{queue.id, kMin});
-         it != d_->claim_seq.end() && it->first == queue.id; ++it) {
-      const Row& r = d_->messages.at(it->second);
-      if (Expired(r, now)) continue;
-      st.oldest_claimable_age_ms = std::max<int64_t>(0, now - r.enqueued_at);
-      break;
-    }
+    // Oldest claimable (StoreTxn::Stats): three bounded walks — active heads
+    // by age (the first that qualifies is the answer for that kind), then due
+    // schedules and lapsed leases in time order (the minimum of what each
+    // visits).
+    std::optional<int64_t> oldest;
+    auto claimable = [&](const Row& r) {
+      return r.is_head && !Expired(r, now) &&
+             r.delivery_count < queue.config.max_delivery_count;
+    };
+    auto walk = [&](const std::set<Key3>& index, int64_t until, bool first_only) {
+      int64_t visited = 0;
+      for (auto it = index.lower_bound(Key3{queue.id, kMin, kMin});
+           it != index.end() && std::get<0>(*it) == queue.id && std::get<1>(*it) <= until &&
+           visited <= kStatsProbeLimit;
+           ++it, ++visited) {
+        const Row& r = d_->messages.at(std::get<2>(*it));
+        if (!claimable(r)) continue;
+        if (!oldest || r.enqueued_at < *oldest) oldest = r.enqueued_at;
+        if (first_only) return;
+      }
+    };
+    walk(d_->claim_age, kMax, /*first_only=*/true);
+    walk(d_->due, now, /*first_only=*/false);
+    walk(d_->lease, now, /*first_only=*/false);
+    if (oldest) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - *oldest);
     return st;
   }
 
@@ -493,6 +509,26 @@ class MemTxn final : public StoreTxn {
     const std::vector<int64_t> seqs = OldestDead(queue.id, now - o.older_than_ms, o.max_messages);
     for (int64_t seq : seqs) Remove(seq);
     return static_cast<int64_t>(seqs.size());
+  }
+
+  // ---- Operator paths ----
+
+  Status DeadLetterMessage(const QueueRecord& queue, int64_t seq, std::string_view reason,
+                           const std::optional<std::string>& description, int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DeadLetterMessage"));
+    const Row* r = Find(queue.id, seq);
+    if (!r || r->state == MessageState::kDeadLettered) {
+      return Status::NotFound(SeqText(seq) + " is not a live message");
+    }
+    DeadLetter(seq, reason, description, now);
+    return Status::OK();
+  }
+
+  Status DeleteMessage(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DeleteMessage"));
+    if (!Find(queue.id, seq)) return Status::NotFound(SeqText(seq) + " is not a message");
+    Remove(seq);
+    return Status::OK();
   }
 
   // ---- Maintenance and recovery (SPEC §3, §6, §7.1) ----
@@ -730,7 +766,7 @@ class MemTxn final : public StoreTxn {
         (!watch_min_ || *claim_after < *watch_min_)) {
       watch_min_ = claim_after;
     }
-    Reindex(d_->claim_seq, of(ClaimSeqKey, before), of(ClaimSeqKey, after));
+    Reindex(d_->claim_age, of(ClaimAgeKey, before), of(ClaimAgeKey, after));
     Reindex(d_->group, of(GroupKeyOf, before), of(GroupKeyOf, after));
     Reindex(d_->due, of(DueKey, before), of(DueKey, after));
     Reindex(d_->lease, of(LeaseKey, before), of(LeaseKey, after));

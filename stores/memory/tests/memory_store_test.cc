@@ -97,7 +97,7 @@ std::vector<std::string> Snapshot(const Data& d) {
     for (const auto& [a, b, c] : s) line(name, a, b, c);
   };
   key3("claim", d.claim);
-  for (const auto& [q, s] : d.claim_seq) line("claim_seq", q, s);
+  key3("claim_age", d.claim_age);
   for (const auto& [q, g, s] : d.group) line("group", q, Hex(g), s);
   key3("due", d.due);
   key3("lease", d.lease);
@@ -153,7 +153,7 @@ std::vector<std::string> Snapshot(const Data& d) {
     const int st = static_cast<int>(r.state);
     if (r.state == MessageState::kActive && head) {
       fresh.claim.insert({r.queue_id, -r.priority, seq});
-      fresh.claim_seq.insert({r.queue_id, seq});
+      fresh.claim_age.insert({r.queue_id, r.enqueued_at, seq});
     }
     if (r.group_key && live) fresh.group.insert({r.queue_id, *r.group_key, seq});
     if (r.state == MessageState::kScheduled) fresh.due.insert({r.queue_id, r.visible_at, seq});
@@ -170,7 +170,7 @@ std::vector<std::string> Snapshot(const Data& d) {
     q.bytes[st] += r.body_size();
   }
   if (fresh.claim != d.claim) return ::testing::AssertionFailure() << "claim index";
-  if (fresh.claim_seq != d.claim_seq) return ::testing::AssertionFailure() << "claim_seq index";
+  if (fresh.claim_age != d.claim_age) return ::testing::AssertionFailure() << "claim_age index";
   if (fresh.group != d.group) return ::testing::AssertionFailure() << "group index";
   if (fresh.due != d.due) return ::testing::AssertionFailure() << "due index";
   if (fresh.lease != d.lease) return ::testing::AssertionFailure() << "lease index";

@@ -6,15 +6,62 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <utility>
 
 namespace mqlite::internal {
 namespace {
 
 std::string Errno() { return std::strerror(errno); }
 
+// The (device, inode) of every database file an engine in this process holds
+// (see file_lock.h: never open a second descriptor on one of these).
+std::mutex& RegistryMu() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+std::set<std::pair<dev_t, ino_t>>& Held() {
+  static auto* held = new std::set<std::pair<dev_t, ino_t>>();
+  return *held;
+}
+
+constexpr const char* kCompanions[] = {"-wal", "-shm", "-journal"};
+
+bool Exists(const std::string& p) {
+  struct stat st;
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
 }  // namespace
+
+Status OsErrorStatus(int err, const std::string& what) {
+  const std::string detail = std::string(" (") + std::strerror(err) + ")";
+  switch (err) {
+    case EACCES:
+    case EPERM:
+      return Status::InvalidArgument(what + ": the process is not allowed to write it" + detail);
+    case EROFS:
+      return Status::InvalidArgument(what + ": the file system is read-only" + detail);
+    case ENOSPC:
+    case EDQUOT:
+      return Status::StoreFull(what + ": no space left on the device" + detail);
+    case EFBIG:
+      return Status::StoreFull(what + ": the file-size limit (RLIMIT_FSIZE) is reached" + detail);
+    case ENOENT:
+    case ENOTDIR:
+    case EISDIR:
+    case ENAMETOOLONG:
+    case ELOOP:
+      return Status::InvalidArgument(what + detail);
+    default:
+      return Status::Unavailable(what + detail);
+  }
+}
 
 Result<std::string> CanonicalPath(const std::string& path) {
   if (path.empty()) return Status::InvalidArgument("database path is empty");
@@ -44,32 +91,164 @@ Result<std::string> CanonicalPath(const std::string& path) {
 
 Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
   MQLITE_ASSIGN_OR_RETURN(std::string canonical, CanonicalPath(path));
-  std::string lock_path = canonical + ".lock";
-  int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const std::string lock_path = canonical + ".lock";
+  const std::string db_what = "cannot open database '" + canonical + "'";
+  // Held for the whole acquisition: two engines of this process opening the
+  // same inode are serialised, and the registry check below is exact.
+  std::lock_guard<std::mutex> registry(RegistryMu());
+
+  // 1. What is at the path, before any descriptor is opened on it.
+  struct stat st;
+  bool exists = ::stat(canonical.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) return OsErrorStatus(errno, db_what);
+  if (exists) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument("database path '" + canonical +
+                                     "' is a directory, not a database file");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return Status::InvalidArgument("database path '" + canonical + "' is not a regular file");
+    }
+    if (Held().count({st.st_dev, st.st_ino}) != 0) {
+      return Status::DbLocked("database '" + canonical +
+                              "' is already open by another engine in this process (the same "
+                              "file, possibly under another name such as a hard link)");
+    }
+  }
+
+  std::unique_ptr<FileLock> lock(new FileLock());
+  lock->canonical_ = canonical;
+  // A refused open removes what it created (Abandon) before returning.
+  auto refuse = [&lock](Status s) -> Result<std::unique_ptr<FileLock>> {
+    Abandon(std::move(lock));
+    return s;
+  };
+
+  // 2. The sidecar. After locking, check that the file locked is still the
+  // one at the path: a refused opener may delete a sidecar it created (while
+  // holding its lock), and locking the deleted inode would lock nothing.
+  for (int attempt = 0;; ++attempt) {
+    bool created = true;
+    int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST) {
+      created = false;
+      fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0 && errno == ENOENT && attempt < 100) continue;  // deleted meanwhile
+    }
+    if (fd < 0) {
+      return refuse(OsErrorStatus(errno, db_what + ": cannot create its lock file '" + lock_path + "'"));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);  // never delete a sidecar someone else has locked
+      if (err == EWOULDBLOCK) {
+        return refuse(Status::DbLocked("database '" + canonical +
+                                       "' is already open by another engine (lock file '" +
+                                       lock_path + "' is held)"));
+      }
+      return refuse(OsErrorStatus(err, db_what + ": cannot lock '" + lock_path + "'"));
+    }
+    struct stat locked, now;
+    if (::fstat(fd, &locked) == 0 && ::stat(lock_path.c_str(), &now) == 0 &&
+        locked.st_dev == now.st_dev && locked.st_ino == now.st_ino) {
+      lock->lock_fd_ = fd;
+      lock->created_lock_ = created;
+      break;
+    }
+    ::close(fd);
+    if (attempt >= 100) {
+      return refuse(Status::Unavailable(db_what + ": its lock file '" + lock_path +
+                                        "' keeps being replaced"));
+    }
+  }
+  // Record the holder for operators; purely informational (and may fail on a
+  // full disk, which is fine).
+  if (::ftruncate(lock->lock_fd_, 0) == 0) {
+    std::string pid = std::to_string(::getpid()) + "\n";
+    (void)!::pwrite(lock->lock_fd_, pid.data(), pid.size(), 0);
+  }
+
+  // 3. The database file: created if missing (so it has an inode to lock),
+  // then locked through a descriptor kept until the store is destroyed.
+  bool companions[3] = {};
+  for (int i = 0; i < 3; ++i) companions[i] = Exists(canonical + kCompanions[i]);
+  int fd = -1;
+  if (!exists) {
+    fd = ::open(canonical.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      lock->created_file_ = true;
+      for (int i = 0; i < 3; ++i) lock->companions_existed_[i] = companions[i];
+    } else if (errno != EEXIST) {
+      return refuse(OsErrorStatus(errno, "cannot create database '" + canonical + "'"));
+    }
+  }
   if (fd < 0) {
-    return Status::Unavailable("cannot open lock file '" + lock_path + "': " + Errno());
+    // It existed (or another process created it just now): this process
+    // holds no engine on it (checked above, or it did not exist), so opening
+    // a descriptor cannot disturb anyone's POSIX locks.
+    if (!exists && ::stat(canonical.c_str(), &st) == 0 &&
+        Held().count({st.st_dev, st.st_ino}) != 0) {
+      return refuse(Status::DbLocked("database '" + canonical +
+                                     "' is already open by another engine in this process"));
+    }
+    fd = ::open(canonical.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return refuse(OsErrorStatus(errno, db_what));
+  }
+  lock->db_fd_ = fd;
+  if (::fstat(fd, &st) != 0) return refuse(OsErrorStatus(errno, db_what));
+  if (!S_ISREG(st.st_mode)) {
+    return refuse(Status::InvalidArgument("database path '" + canonical + "' is not a regular file"));
+  }
+  if (Held().count({st.st_dev, st.st_ino}) != 0) {
+    // Replaced under us by a file this process holds: closing this
+    // descriptor would drop the holder's SQLite locks, so leak it instead.
+    lock->db_fd_ = -1;
+    return refuse(Status::DbLocked("database '" + canonical +
+                                   "' is already open by another engine in this process"));
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
-    ::close(fd);
     if (err == EWOULDBLOCK) {
-      return Status::DbLocked("database '" + canonical +
-                              "' is already open by another engine (lock file '" + lock_path +
-                              "' is held)");
+      return refuse(Status::DbLocked(
+          "database '" + canonical +
+          "' is already open by another engine in another process (the database file itself is "
+          "locked: the same file, possibly under another name such as a hard link)"));
     }
-    return Status::Unavailable("cannot lock '" + lock_path + "': " + std::strerror(err));
+    return refuse(OsErrorStatus(err, db_what + ": cannot lock it"));
   }
-  // Record the holder for operators; purely informational.
-  if (::ftruncate(fd, 0) == 0) {
-    std::string pid = std::to_string(::getpid()) + "\n";
-    (void)!::pwrite(fd, pid.data(), pid.size(), 0);
+  lock->dev_ = st.st_dev;
+  lock->ino_ = st.st_ino;
+  Held().insert({st.st_dev, st.st_ino});
+  lock->registered_ = true;
+  return lock;
+}
+
+void FileLock::Abandon(std::unique_ptr<FileLock> lock) {
+  if (!lock) return;
+  // Deleted while both locks are still held.
+  if (lock->created_file_) {
+    for (int i = 0; i < 3; ++i) {
+      if (!lock->companions_existed_[i]) ::unlink((lock->canonical_ + kCompanions[i]).c_str());
+    }
+    ::unlink(lock->canonical_.c_str());
   }
-  return std::unique_ptr<FileLock>(new FileLock(fd, std::move(canonical)));
+  if (lock->created_lock_ && lock->lock_fd_ >= 0) ::unlink((lock->canonical_ + ".lock").c_str());
+  lock.reset();
 }
 
 FileLock::~FileLock() {
-  ::flock(fd_, LOCK_UN);
-  ::close(fd_);
+  if (db_fd_ >= 0) {
+    ::flock(db_fd_, LOCK_UN);
+    ::close(db_fd_);
+  }
+  if (registered_) {
+    std::lock_guard<std::mutex> registry(RegistryMu());
+    Held().erase({dev_, ino_});
+  }
+  if (lock_fd_ >= 0) {
+    ::flock(lock_fd_, LOCK_UN);
+    ::close(lock_fd_);
+  }
 }
 
 }  // namespace mqlite::internal

@@ -1,13 +1,33 @@
-// Advisory exclusive lock on "<canonical db path>.lock" (SPEC §9).
+// Exclusive ownership of one database file (SPEC §9), in a form any embedded
+// store can reuse (the LMDB store will lock its data file the same way).
 //
-// flock(2) locks belong to an open file description, so a second open of the
-// same database — in another process, or in this one through another
-// spelling or a symlink — conflicts and fails fast with DbLocked. The lock
-// dies with the process (SIGKILL included), so a crash never leaves the
-// database locked. The .lock file itself is never deleted: unlinking it while
-// another opener holds a descriptor would let two engines lock two inodes.
+// Two locks, both flock(2), both taken without waiting:
+//
+// 1. "<canonical path>.lock", the sidecar SPEC §9 names: keyed on the
+//    canonical spelling, so two spellings or a symlink collide before the
+//    database file is even opened.
+// 2. The database file itself, through a descriptor held for the store's
+//    lifetime. flock locks belong to the inode, so a hard link (another
+//    spelling of the same inode, which no canonical path reveals) collides
+//    too. flock is independent of SQLite's POSIX fcntl locks on Linux.
+//
+// Within one process the second lock is not enough and is dangerous: closing
+// ANY descriptor of a file drops every POSIX lock this process holds on it,
+// SQLite's included. So a process-wide registry of held (device, inode) pairs
+// is consulted with stat(2) before any descriptor is opened, and a file held
+// by another engine in this process is refused with DbLocked without ever
+// being opened. The holder closes its descriptor only after its database
+// connection is closed.
+//
+// Both locks die with the process (SIGKILL included), so a crash never leaves
+// the database locked. A sidecar is deleted only by its creator, only while
+// holding its lock, and only on a refused open (Abandon); every locker checks
+// after locking that the sidecar it locked is still the one at the path, so
+// deleting it can never let two engines lock two different inodes.
 #ifndef MQLITE_STORES_SQLITE_SRC_FILE_LOCK_H_
 #define MQLITE_STORES_SQLITE_SRC_FILE_LOCK_H_
+
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -18,21 +38,54 @@ namespace mqlite::internal {
 
 class FileLock {
  public:
-  // Canonicalises `path` (the file need not exist; its directory must), then
-  // takes the lock. DbLocked if held elsewhere; InvalidArgument if the
-  // directory does not exist; Unavailable for other OS errors.
+  // Canonicalises `path` (the file need not exist; its directory must),
+  // refuses a path that is a directory or not a regular file, takes the
+  // sidecar lock, creates the database file (empty, 0644) if it is missing so
+  // that it has an inode, and locks it. Errors, each naming the file:
+  //   DbLocked         another engine holds it: in another process (either
+  //                    lock), or in this process (same inode, any spelling)
+  //   InvalidArgument  empty path, a missing or unusable directory, a
+  //                    directory or non-regular file, a read-only file system
+  //                    or a file the process may not write (EACCES, EPERM,
+  //                    EROFS)
+  //   StoreFull        no space (or inodes) left to create the file
+  //   Unavailable      anything else the OS reports (EMFILE, EIO, ...)
+  // A refused Acquire leaves no file behind that did not exist before.
   static Result<std::unique_ptr<FileLock>> Acquire(const std::string& path);
+  // Releases both locks. The caller must have closed its own handles on the
+  // file first (see the class comment).
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
   const std::string& canonical_path() const { return canonical_; }
+  // True when Acquire created the database file (it did not exist).
+  bool created_file() const { return created_file_; }
+
+  // For a refused open, after the caller closed its handles: deletes what
+  // this open created — the database file and its "-wal", "-shm" and
+  // "-journal" companions if Acquire created the file, and the sidecar if
+  // Acquire created it — then releases the locks (consumes the lock).
+  static void Abandon(std::unique_ptr<FileLock> lock);
 
  private:
-  FileLock(int fd, std::string canonical) : fd_(fd), canonical_(std::move(canonical)) {}
-  int fd_;
+  FileLock() = default;
+  int lock_fd_ = -1;  // the sidecar
+  int db_fd_ = -1;    // the database file
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  bool registered_ = false;  // (dev_, ino_) is in the process registry
+  bool created_lock_ = false;
+  bool created_file_ = false;
+  bool companions_existed_[3] = {};  // -wal, -shm, -journal before the open
   std::string canonical_;
 };
+
+// The status for an OS error `err` while doing `what` (which names the
+// file): InvalidArgument for what the caller must fix (EACCES, EPERM, EROFS,
+// ENOENT, ...), StoreFull for ENOSPC, EDQUOT and EFBIG, Unavailable for the
+// rest. Shared with the store's ToStatus, so both map errno alike.
+Status OsErrorStatus(int err, const std::string& what);
 
 // The canonical spelling of a path whose final component may not exist yet.
 Result<std::string> CanonicalPath(const std::string& path);

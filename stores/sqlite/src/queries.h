@@ -66,10 +66,18 @@ inline constexpr char kPeekState[] =
 inline constexpr char kStatsCounts[] =
     "SELECT state, count(*), sum(body_size) FROM mqlite_messages "
     "WHERE queue_id = ? GROUP BY state";
-inline constexpr char kOldestClaimable[] =
-    "SELECT enqueued_at FROM mqlite_messages INDEXED BY mqlite_msg_state "
-    "WHERE queue_id = ? AND state = 0 AND is_head = 1 "
-    "AND (expires_at = 0 OR expires_at > ?) ORDER BY seq LIMIT 1";
+// Stats' oldest claimable message (StoreTxn::Stats): one bounded walk per
+// kind — active heads by age, due schedules, expired leases.
+#define MQ_AGE_COLS "enqueued_at, expires_at, delivery_count, is_head"
+inline constexpr char kOldestActiveHeads[] =
+    "SELECT " MQ_AGE_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_age "
+    "WHERE queue_id = ? AND state = 0 AND is_head = 1 ORDER BY enqueued_at LIMIT ?";
+inline constexpr char kDueScheduled[] =
+    "SELECT " MQ_AGE_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_due "
+    "WHERE queue_id = ? AND state = 3 AND visible_at <= ? ORDER BY visible_at LIMIT ?";
+inline constexpr char kLapsedLeases[] =
+    "SELECT " MQ_AGE_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_lease "
+    "WHERE queue_id = ? AND state = 1 AND locked_until <= ? ORDER BY locked_until LIMIT ?";
 inline constexpr char kGetGroupId[] =
     "SELECT group_id FROM mqlite_messages WHERE seq = ?";
 inline constexpr char kRedriveInsert[] =
@@ -191,7 +199,9 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kRenew", kRenew},
     {"kPeekState", kPeekState},
     {"kStatsCounts", kStatsCounts},
-    {"kOldestClaimable", kOldestClaimable},
+    {"kOldestActiveHeads", kOldestActiveHeads},
+    {"kDueScheduled", kDueScheduled},
+    {"kLapsedLeases", kLapsedLeases},
     {"kGetGroupId", kGetGroupId},
     {"kRedriveInsert", kRedriveInsert},
     {"kPromoteDue", kPromoteDue},

@@ -73,6 +73,10 @@ inline constexpr const char* kSqliteSchema[] = {
     // Next head of a group.
     "CREATE INDEX mqlite_msg_group ON mqlite_messages (queue_id, group_key, seq)\n"
     "  WHERE group_key IS NOT NULL AND state <> 4",
+    // Active heads by age: Stats' oldest claimable message (SPEC §6). By
+    // enqueued_at, not seq — a redriven message keeps its enqueued_at.
+    "CREATE INDEX mqlite_msg_age ON mqlite_messages (queue_id, enqueued_at)\n"
+    "  WHERE state = 0 AND is_head = 1",
     // Scheduled by due time.
     "CREATE INDEX mqlite_msg_due ON mqlite_messages (queue_id, visible_at)\n"
     "  WHERE state = 3",

@@ -7,13 +7,18 @@
 #include "mqlite/sqlite.h"
 
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "mqlite/engine.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -26,7 +31,7 @@
 
 namespace mqlite {
 
-const char* const kSqliteSchemaToken = "mqlite-sqlite-1";
+const char* const kSqliteSchemaToken = "mqlite-sqlite-2";
 
 Result<sqlite3*> SqliteHandle(TxContext& tx) {
   if (tx.native_handle_type() != "sqlite3") {
@@ -49,33 +54,109 @@ constexpr int kDead = static_cast<int>(MessageState::kDeadLettered);
 
 // The one mapping from SQLite result codes to mqlite codes (SPEC §10). An
 // embedded store never retries: a failed statement did not happen.
+//
+// The message names the database file and says what is wrong in words; the
+// operation and SQLite's own text follow in parentheses. Codes:
+//   SQLITE_FULL, or an I/O error whose errno is ENOSPC, EDQUOT or EFBIG
+//                  → StoreFull (permanent until space is freed)
+//   SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH, or an I/O or open error whose
+//                  errno is EACCES, EPERM or EROFS → InvalidArgument
+//   SQLITE_NOTADB  → InvalidArgument ("'<file>' is not an SQLite database":
+//                  the caller pointed the store at the wrong file)
+//   SQLITE_CORRUPT, SQLITE_FORMAT → Corruption
+//   SQLITE_CANTOPEN → InvalidArgument, unless the OS ran out of descriptors
+//                  or memory (EMFILE, ENFILE, ENOMEM) → Unavailable
+//   SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_PROTOCOL, other I/O
+//                  errors → Unavailable
+//   SQLITE_INTERRUPT → Cancelled; anything else → Internal
+//
+// For an I/O error the OS errno is often lost: sqlite3_system_errno reports
+// the global errno when SQLite records the error, not the errno of the WAL
+// write that failed (measured: IOERR_WRITE with errno 0 past RLIMIT_FSIZE).
+// So an I/O error is also StoreFull when a file of the database is at the
+// process's file-size limit or its file system is (nearly) full.
+std::optional<std::string> WriteLimitReached(sqlite3* db) {
+  const char* f = db ? sqlite3_db_filename(db, "main") : nullptr;
+  if (f == nullptr || *f == '\0') return std::nullopt;
+  const std::string file(f);
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      struct stat st;
+      if (::stat((file + suffix).c_str(), &st) == 0 &&
+          static_cast<uint64_t>(st.st_size) + 65536 >= static_cast<uint64_t>(rl.rlim_cur)) {
+        return "the file-size limit (RLIMIT_FSIZE, " + std::to_string(rl.rlim_cur) +
+               " bytes) is reached";
+      }
+    }
+  }
+  const auto slash = file.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+  struct statvfs vs;
+  if (::statvfs(dir.c_str(), &vs) == 0 &&
+      static_cast<uint64_t>(vs.f_bavail) * vs.f_frsize < (uint64_t{1} << 20)) {
+    return "the disk is full";
+  }
+  return std::nullopt;
+}
+
 Status ToStatus(int rc, sqlite3* db, std::string_view what) {
-  std::string msg(what);
-  msg += ": ";
-  msg += db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  switch (rc & 0xff) {
-    case SQLITE_OK:
-    case SQLITE_ROW:
-    case SQLITE_DONE:
-      return Status::OK();
-    case SQLITE_FULL:
-      return Status::StoreFull(msg);
+  if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return Status::OK();
+  const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
+  const std::string name = file && *file ? "'" + std::string(file) + "'" : "the database";
+  const std::string detail =
+      " (" + std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) + ")";
+  const int primary = rc & 0xff;
+  const int err = db && (primary == SQLITE_IOERR || primary == SQLITE_CANTOPEN ||
+                         primary == SQLITE_FULL || primary == SQLITE_READONLY)
+                      ? sqlite3_system_errno(db)
+                      : 0;
+  if (primary == SQLITE_FULL || err == ENOSPC || err == EDQUOT) {
+    return Status::StoreFull("database " + name +
+                             ": the disk is full or the file-size limit is reached" + detail);
+  }
+  if (err == EFBIG) {
+    return Status::StoreFull("database " + name +
+                             ": the file-size limit (RLIMIT_FSIZE) is reached" + detail);
+  }
+  if (err == EACCES || err == EPERM || err == EROFS) {
+    return Status::InvalidArgument("database " + name +
+                                   (err == EROFS ? ": the file system is read-only"
+                                                 : ": the process is not allowed to write it") +
+                                   detail);
+  }
+  switch (primary) {
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return Status::InvalidArgument("database " + name + " cannot be written" + detail);
+    case SQLITE_NOTADB:
+      return Status::InvalidArgument(name + " is not an SQLite database" + detail);
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+      return Status::Corruption("database " + name + " is corrupt" + detail);
+    case SQLITE_CANTOPEN:
+      if (err == EMFILE || err == ENFILE || err == ENOMEM) {
+        return Status::Unavailable("database " + name + ": out of file descriptors or memory" +
+                                   detail);
+      }
+      return Status::InvalidArgument("database " + name + " cannot be opened" + detail);
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
+      return Status::Unavailable("database " + name + " is busy" + detail);
     case SQLITE_IOERR:
+      if (std::optional<std::string> limit = WriteLimitReached(db)) {
+        return Status::StoreFull("database " + name + ": " + *limit + detail);
+      }
+      return Status::Unavailable("database " + name + ": I/O error" +
+                                 (err != 0 ? std::string(": ") + std::strerror(err) : "") + detail);
     case SQLITE_NOMEM:
-    case SQLITE_CANTOPEN:
     case SQLITE_PROTOCOL:
-    case SQLITE_READONLY:
-      return Status::Unavailable(msg);
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-    case SQLITE_FORMAT:
-      return Status::Corruption(msg);
+      return Status::Unavailable("database " + name + ": transient failure" + detail);
     case SQLITE_INTERRUPT:
-      return Status::Cancelled(msg);
+      return Status::Cancelled("database " + name + ": interrupted" + detail);
     default:
-      return Status::Internal(msg);
+      return Status::Internal("database " + name + ": internal error" + detail);
   }
 }
 
@@ -646,10 +727,41 @@ class SqliteTxn final : public StoreTxn {
       st.total += n;
       st.body_bytes += bytes;
     }
-    Query o(c_, kOldestClaimable);
-    o.Int(queue.id).Int(now);
-    MQLITE_ASSIGN_OR_RETURN(bool has, o.Step());
-    if (has) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - o.ColInt(0));
+    // Oldest claimable (StoreTxn::Stats): the smallest enqueued_at over three
+    // bounded walks. Active heads come in age order, so the first that
+    // qualifies is that kind's answer; due schedules and lapsed leases come
+    // in time order, so each takes the minimum of what it visits.
+    const int64_t cap = kStatsProbeLimit + 1;
+    std::optional<int64_t> oldest;
+    auto consider = [&](Query& q, bool first_only) -> Status {
+      for (;;) {
+        MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) return Status::OK();
+        const int64_t enq = q.ColInt(0), expires = q.ColInt(1);
+        if (q.ColInt(3) == 0 || (expires > 0 && expires <= now) ||
+            q.ColInt(2) >= queue.config.max_delivery_count) {
+          continue;  // not a head, TTL-expired, or out of deliveries: not claimable
+        }
+        if (!oldest || enq < *oldest) oldest = enq;
+        if (first_only) return Status::OK();
+      }
+    };
+    {
+      Query a(c_, kOldestActiveHeads);
+      a.Int(queue.id).Int(cap);
+      MQLITE_RETURN_IF_ERROR(consider(a, /*first_only=*/true));
+    }
+    {
+      Query d(c_, kDueScheduled);
+      d.Int(queue.id).Int(now).Int(cap);
+      MQLITE_RETURN_IF_ERROR(consider(d, /*first_only=*/false));
+    }
+    {
+      Query l(c_, kLapsedLeases);
+      l.Int(queue.id).Int(now).Int(cap);
+      MQLITE_RETURN_IF_ERROR(consider(l, /*first_only=*/false));
+    }
+    if (oldest) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - *oldest);
     return st;
   }
 
@@ -691,6 +803,23 @@ class SqliteTxn final : public StoreTxn {
   }
 
   // ---- Maintenance ----
+
+  // ---- Operator paths ----
+
+  Status DeadLetterMessage(const QueueRecord& queue, int64_t seq, std::string_view reason,
+                           const std::optional<std::string>& description, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    if (!row || row->state == kDead) {
+      return Status::NotFound("seq " + std::to_string(seq) + " is not a live message");
+    }
+    return DeadLetter(queue, *row, reason, description, now);
+  }
+
+  Status DeleteMessage(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    if (!row) return Status::NotFound("seq " + std::to_string(seq) + " is not a message");
+    return Remove(queue, *row);
+  }
 
   Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
     Query u(c_,
@@ -1065,36 +1194,46 @@ class SqliteStore final : public Store {
   std::unique_ptr<Conn> conn_;
 };
 
+// Kept out of queries.h: it reads sqlite_master at open, not a message table.
+constexpr char kCountMqliteTables[] =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name LIKE 'mqlite\\_%' "
+    "ESCAPE '\\'";
+
+// The file's schema token: nullopt for a file with no mqlite tables at all
+// (empty, or only the application's own tables). Reads only. A file with
+// mqlite_ tables but no mqlite_meta was not written by any mqlite build this
+// one can vouch for: SchemaVersionMismatch, so nothing is written to it.
 Result<std::optional<std::string>> ReadSchemaToken(Conn* conn) {
   Query t(conn, kHasMetaTable);
   MQLITE_ASSIGN_OR_RETURN(bool row, t.Step());
-  if (!row || t.ColInt(0) == 0) return std::optional<std::string>();
+  if (!row || t.ColInt(0) == 0) {
+    Query m(conn, kCountMqliteTables);
+    MQLITE_ASSIGN_OR_RETURN(bool counted, m.Step());
+    if (counted && m.ColInt(0) > 0) {
+      return Status::SchemaVersionMismatch(
+          "database '" + std::string(sqlite3_db_filename(conn->db(), "main")) + "' has " +
+          std::to_string(m.ColInt(0)) +
+          " mqlite_ table(s) but no mqlite_meta table, so no schema version: it was not written "
+          "by this build (or was damaged); refusing to open or change it");
+    }
+    return std::optional<std::string>();
+  }
   Query v(conn, kSchemaToken);
   MQLITE_ASSIGN_OR_RETURN(bool has, v.Step());
   if (!has) return std::optional<std::string>(std::string());
   return std::optional<std::string>(v.ColBytes(0));
 }
 
-}  // namespace
-
-}  // namespace internal
-
-Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
-  using internal::Conn;
-  if (options.path.empty()) return Status::InvalidArgument("SqliteOptions.path is empty");
-  if (options.durability != Durability::kNormal && options.durability != Durability::kFull) {
-    return Status::InvalidArgument("SqliteOptions.durability is not kNormal or kFull");
-  }
-  // SPEC §9: lock first, so a refused open touches nothing.
-  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock,
-                          internal::FileLock::Acquire(options.path));
-  const std::string& path = lock->canonical_path();
+// Opens the connection on a file `lock` holds and brings it to this build's
+// schema. Every check that can refuse the file (not SQLite, another schema
+// token, foreign mqlite_ tables) runs before the first statement that writes
+// (journal_mode, auto_vacuum, the DDL), so a refused file is left unchanged.
+Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const std::string& path) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    Status s = internal::ToStatus(rc, db, "open '" + path + "'");
+    Status s = ToStatus(rc, db, "open");
     sqlite3_close_v2(db);
     return s;
   }
@@ -1102,13 +1241,12 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 5000);  // only other, non-mqlite connections can contend
 
-  auto token = internal::ReadSchemaToken(conn.get());
-  if (!token) return token.error().WithContext("open '" + path + "'");
-  if (*token && **token != kSqliteSchemaToken) {
-    return Status::SchemaVersionMismatch("database '" + path + "' has schema version '" + **token +
+  MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> token, ReadSchemaToken(conn.get()));
+  if (token && *token != kSqliteSchemaToken) {
+    return Status::SchemaVersionMismatch("database '" + path + "' has schema version '" + *token +
                                          "'; this build reads only '" + kSqliteSchemaToken + "'");
   }
-  const bool fresh = !token->has_value();
+  const bool fresh = !token.has_value();
   if (fresh) {
     // Must precede the first table of a new file to take effect.
     MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA auto_vacuum = INCREMENTAL", "auto_vacuum"));
@@ -1125,22 +1263,45 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
   if (fresh) {
     MQLITE_RETURN_IF_ERROR(conn->ExecScript("BEGIN IMMEDIATE", "begin"));
     Status s;
-    for (const char* ddl : internal::kSqliteSchema) {
+    for (const char* ddl : kSqliteSchema) {
       s = conn->ExecScript(ddl, "create schema");
       if (!s.ok()) break;
     }
     if (s.ok()) {
-      internal::Query ins(conn.get(), internal::kInsertSchemaToken);
+      Query ins(conn.get(), kInsertSchemaToken);
       ins.Text(kSqliteSchemaToken);
       s = ins.Exec();
     }
     if (s.ok()) s = conn->ExecScript("COMMIT", "commit schema");
     if (!s.ok()) {
       (void)conn->ExecScript("ROLLBACK", "rollback");
-      return s.WithContext("open '" + path + "'");
+      return s;
     }
   }
-  return std::unique_ptr<Store>(new internal::SqliteStore(std::move(lock), std::move(conn)));
+  return conn;
+}
+
+}  // namespace
+
+}  // namespace internal
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
+  using internal::FileLock;
+  if (options.path.empty()) return Status::InvalidArgument("SqliteOptions.path is empty");
+  if (options.durability != Durability::kNormal && options.durability != Durability::kFull) {
+    return Status::InvalidArgument("SqliteOptions.durability is not kNormal or kFull");
+  }
+  // SPEC §9: lock first (sidecar, then the file's inode), so a refused open
+  // touches nothing. The lock creates the file if it is missing.
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::Acquire(options.path));
+  Result<std::unique_ptr<internal::Conn>> conn = internal::OpenDatabase(options, lock->canonical_path());
+  if (!conn) {
+    // The connection is closed (destroyed inside OpenDatabase); remove
+    // whatever this open created, then release the locks.
+    FileLock::Abandon(std::move(lock));
+    return conn.error();
+  }
+  return std::unique_ptr<Store>(new internal::SqliteStore(std::move(lock), std::move(*conn)));
 }
 
 }  // namespace mqlite

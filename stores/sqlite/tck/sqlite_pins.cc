@@ -48,7 +48,10 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       // Stats counts a queue's rows through the covering state index (an
       // admin call: O(queue size), never the whole table).
       {"kStatsCounts", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=?)"}},
-      {"kOldestClaimable", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=? AND state=?)"}},
+      // Stats' oldest claimable: three bounded seeks (LIMIT kStatsProbeLimit + 1).
+      {"kOldestActiveHeads", {"SEARCH mqlite_messages USING INDEX mqlite_msg_age (queue_id=?)"}},
+      {"kDueScheduled", {"SEARCH mqlite_messages USING INDEX mqlite_msg_due (queue_id=? AND visible_at<?)"}},
+      {"kLapsedLeases", {"SEARCH mqlite_messages USING INDEX mqlite_msg_lease (queue_id=? AND locked_until<?)"}},
       {"kGetGroupId", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kRedriveInsert", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kPromoteDue", {"SEARCH mqlite_messages USING INDEX mqlite_msg_due (queue_id=? AND visible_at<?)"}},

@@ -12,12 +12,20 @@
 //       Opens <db>, creates "jobs", and sends "stream-<i>" forever, printing
 //       "SENT <seq> <i>" after each Send has returned OK (= committed), until
 //       it is killed.
+//   mqlite_sqlite_test_child fsize  <db> <limit-bytes>
+//       Sets RLIMIT_FSIZE to <limit-bytes> with SIGXFSZ ignored (so a write
+//       past it fails with EFBIG instead of killing the process), opens <db>
+//       (printing "OPEN <status>" and exiting 0 if that fails), creates
+//       "jobs", then sends 4000-byte bodies until a Send fails and prints
+//       "SENT <n> <status>" (n = the sends that succeeded), closes, exits 0.
 //
 // Protocol: one line per message on stdout, written with write(2) (no stdio
 // buffering), so the parent sees a line only once the step is done. Errors
 // print "ERROR <status>" and exit 2. The clock is a ManualClock at the same
 // start as the parent's fixtures, so leases taken here are still "live" when
 // the parent reopens: recovery must not depend on them expiring (SPEC §7.1).
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -123,6 +131,39 @@ int Stream(const std::string& path) {
   std::_Exit(3);
 }
 
+int Fsize(const std::string& path, long long limit) {
+  ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit rl;
+  rl.rlim_cur = static_cast<rlim_t>(limit);
+  rl.rlim_max = static_cast<rlim_t>(limit);
+  if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) {
+    WriteLine("ERROR setrlimit");
+    return 2;
+  }
+  auto store = mqlite::OpenSqliteStore({.path = path});
+  if (!store.has_value()) {
+    WriteLine("OPEN " + store.error().ToString());
+    return 0;
+  }
+  mqlite::ManualClock clock(kT0);
+  mqlite::EngineOptions o;
+  o.clock = &clock;
+  o.background_maintenance = false;
+  auto engine = mqlite::Engine::Open(std::move(*store), o);
+  if (!engine.has_value()) Fail(engine.error());
+  auto q = (*engine)->CreateQueue({.name = "jobs"});
+  if (!q.has_value()) Fail(q.error());
+  for (int64_t n = 0;; ++n) {
+    auto seq = (*engine)->Send("jobs", {.body = std::string(4000, 'f')});
+    if (!seq.has_value()) {
+      WriteLine("SENT " + std::to_string(n) + " " + seq.error().ToString());
+      break;
+    }
+  }
+  (void)(*engine)->Close();  // may fail to checkpoint past the limit: fine
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,6 +174,7 @@ int main(int argc, char** argv) {
                  std::atoi(args[4].c_str()));
   }
   if (args.size() == 2 && args[0] == "stream") return Stream(args[1]);
-  WriteLine("ERROR usage: hold <db> | crash <db> <n> <k> <max_delivery> | stream <db>");
+  if (args.size() == 3 && args[0] == "fsize") return Fsize(args[1], std::atoll(args[2].c_str()));
+  WriteLine("ERROR usage: hold <db> | crash <db> <n> <k> <max_delivery> | stream <db> | fsize <db> <limit>");
   return 64;
 }

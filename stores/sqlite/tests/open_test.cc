@@ -7,6 +7,10 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+#include <map>
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::mqlite::testing::kT0;
 using ::mqlite::testing::OpenEngineAt;
+using ::mqlite::testing::Snapshot;
 using ::mqlite::testing::TempDir;
 
 class OpenTest : public ::testing::Test {
@@ -156,8 +161,11 @@ TEST_F(OpenTest, CapabilitiesDescribeAnExclusiveSqliteStore) {
 // Direct SQLite access to the file, outside mqlite.
 class RawDb {
  public:
-  explicit RawDb(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+  // `create`: make the file if it is missing (a plain rollback-journal
+  // database, auto_vacuum off: what SQLite makes by default).
+  explicit RawDb(const std::string& path, bool create = false) {
+    const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
       ADD_FAILURE() << "sqlite3_open_v2(" << path << "): " << sqlite3_errmsg(db_);
     }
   }
@@ -288,6 +296,110 @@ TEST_F(OpenTest, Spec10_DurabilityFullOpensAndWorks) {
   MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> full, Open(path_, Durability::kFull));
   MQ_ASSERT_OK_AND_ASSIGN(QueueStats st, full->Stats("jobs"));
   EXPECT_EQ(st.total, 1);
+}
+
+// ---- one engine per inode: hard links (SPEC §9) --------------------------------------
+
+// A hard link is another name for the same inode, which no canonical path
+// reveals. Opening it while the original is open must be DbLocked and touch
+// nothing (before the fix: Unavailable "disk I/O error" in-process, and an
+// empty store in another process — see process_test.cc).
+TEST_F(OpenTest, Spec9_HardLinkInThisProcessIsDbLockedAndTouchesNothing) {
+  std::unique_ptr<Engine> first = OpenWithData();
+  ASSERT_NE(first, nullptr);
+  const std::string link = dir_.File("link.db");
+  ASSERT_EQ(::link(path_.c_str(), link.c_str()), 0) << std::strerror(errno);
+  Result<std::unique_ptr<Store>> second = OpenSqliteStore({.path = link});
+  MQ_EXPECT_CODE(second, kDbLocked);
+  if (!second.has_value()) {
+    EXPECT_NE(second.error().message().find(link), std::string_view::npos)
+        << second.error().ToString();
+  }
+  MQ_EXPECT_CODE(Open(link, Durability::kFull), kDbLocked);
+  EXPECT_FALSE(fs::exists(link + ".lock")) << "a refused open left its lock file behind";
+  EXPECT_FALSE(fs::exists(link + "-wal"));
+  ExpectStillWorks(*first, 1);  // SQLite's own locks on the file survived
+  MQ_ASSERT_OK(first->Send("jobs", {.body = "kept"}));
+  MQ_ASSERT_OK(first->Close());
+
+  // Once the first engine is closed, the link is just another name.
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> via_link, Open(link));
+  MQ_EXPECT_CODE(OpenSqliteStore({.path = path_}), kDbLocked);
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, via_link->Peek("jobs"));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].body, "kept");
+}
+
+// ---- refused opens name the file and change nothing (SPEC §10) -----------------
+
+void ExpectNamesFile(const Status& s, const std::string& path, std::string_view words) {
+  EXPECT_NE(s.message().find(path), std::string_view::npos) << s.ToString();
+  EXPECT_NE(s.message().find(words), std::string_view::npos) << s.ToString();
+}
+
+TEST_F(OpenTest, Spec10_DirectoryIsInvalidArgumentAndLeavesNoLockFile) {
+  const std::string sub = dir_.File("adir");
+  fs::create_directory(sub);
+  const auto before = Snapshot(dir_.path());
+  for (const std::string& p : {sub, sub + "/", sub + "/."}) {
+    SCOPED_TRACE(p);
+    Result<std::unique_ptr<Store>> r = OpenSqliteStore({.path = p});
+    MQ_ASSERT_CODE(r, kInvalidArgument);
+    EXPECT_NE(r.error().message().find("directory"), std::string_view::npos)
+        << r.error().ToString();
+  }
+  EXPECT_EQ(Snapshot(dir_.path()), before) << "a refused open created a file";
+  EXPECT_FALSE(fs::exists(sub + ".lock"));
+  EXPECT_TRUE(fs::is_empty(sub));
+}
+
+TEST_F(OpenTest, Spec10_NonSqliteFileIsInvalidArgumentNamedAndUnchanged) {
+  const std::string text = dir_.File("r.db");
+  {
+    std::ofstream out(text, std::ios::binary);
+    for (int i = 0; i < 300; ++i) out << "this is a text file, line " << i << "\n";
+  }
+  const auto before = Snapshot(dir_.path());
+  Result<std::unique_ptr<Store>> r = OpenSqliteStore({.path = text});
+  MQ_ASSERT_CODE(r, kInvalidArgument);
+  ExpectNamesFile(r.error(), "'" + text + "'", "is not an SQLite database");
+  MQ_EXPECT_CODE(Open(text, Durability::kFull), kInvalidArgument);
+  EXPECT_EQ(Snapshot(dir_.path()), before) << "the refused file (or its directory) changed";
+}
+
+// A file with mqlite_ tables but no mqlite_meta (an older or foreign layout, or
+// a damaged one): refused before any PRAGMA that writes — no switch to WAL, no
+// header rewrite, no -wal file, byte-identical.
+TEST_F(OpenTest, Spec10_MqliteTablesWithoutMetaIsSchemaVersionMismatchAndUnchanged) {
+  // Rollback-journal mode, auto_vacuum off: what a refused open must not change.
+  RawDb(path_, /*create=*/true)
+      .Exec("CREATE TABLE mqlite_queues(id INTEGER PRIMARY KEY, name TEXT);"
+            "CREATE TABLE mqlite_messages(seq INTEGER PRIMARY KEY, body BLOB);"
+            "INSERT INTO mqlite_queues VALUES (1, 'jobs');"
+            "CREATE TABLE app_orders(id INTEGER PRIMARY KEY);");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const auto before = Snapshot(dir_.path());
+  ASSERT_EQ(before.size(), 1u);
+  Result<std::unique_ptr<Store>> r = OpenSqliteStore({.path = path_});
+  MQ_ASSERT_CODE(r, kSchemaVersionMismatch);
+  ExpectNamesFile(r.error(), "'" + path_ + "'", "no mqlite_meta");
+  MQ_EXPECT_CODE(Open(path_, Durability::kFull), kSchemaVersionMismatch);
+  EXPECT_FALSE(fs::exists(path_ + "-wal"));
+  EXPECT_FALSE(fs::exists(path_ + ".lock"));
+  EXPECT_TRUE(Snapshot(dir_.path()) == before) << "the refused file was modified";
+}
+
+// A plain application database (no mqlite_ tables) is accepted: the queue
+// moves in beside the application's tables (SPEC §8).
+TEST_F(OpenTest, Spec8_ApplicationDatabaseWithoutMqliteTablesIsAccepted) {
+  RawDb(path_, /*create=*/true)
+      .Exec("CREATE TABLE app_orders(id INTEGER PRIMARY KEY); INSERT INTO app_orders VALUES (7);");
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> e, Open(path_));
+  MQ_ASSERT_OK(e->CreateQueue({.name = "jobs"}));
+  MQ_ASSERT_OK(e->Close());
+  RawDb raw(path_);
+  raw.Exec("INSERT INTO app_orders VALUES (8)");  // the application's table is intact
 }
 
 }  // namespace

@@ -237,6 +237,107 @@ TEST_F(ProcessTest, Spec9_LockOfAKilledProcessIsReleased) {
   MQ_EXPECT_OK(e->GetQueue("jobs"));
 }
 
+// A hard link is the same inode under a name no canonical path reveals.
+// Before the fix another process opened it as an empty store and wrote a
+// fresh schema into "b.db-wal", and the first engine's data was lost.
+TEST_F(ProcessTest, Spec9_HardLinkOpenedByAnotherProcessIsDbLockedAndWritesNothing) {
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> e, Open());
+  MQ_ASSERT_OK(e->CreateQueue({.name = "jobs"}));
+  MQ_ASSERT_OK(e->Send("jobs", {.body = "precious"}));
+  const std::string link = dir_.File("b.db");
+  ASSERT_EQ(::link(path_.c_str(), link.c_str()), 0) << std::strerror(errno);
+  const auto before = ::mqlite::testing::Snapshot(dir_.path());
+
+  Child child;
+  ASSERT_TRUE(child.Start({"hold", link}));
+  std::optional<std::string> line = child.ReadLine();
+  ASSERT_TRUE(line.has_value()) << "child printed nothing";
+  EXPECT_EQ(line->rfind("ERROR DbLocked: ", 0), 0u) << *line;
+  EXPECT_NE(line->find(link), std::string::npos) << *line;
+  child.CloseStdin();  // if it did open (the bug), let it close and exit
+  int st = child.Wait();
+  ASSERT_TRUE(WIFEXITED(st)) << "status " << st;
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+
+  EXPECT_FALSE(std::filesystem::exists(link + "-wal")) << "the child wrote into the link";
+  EXPECT_FALSE(std::filesystem::exists(link + ".lock")) << "the refused open left its lock file";
+  EXPECT_TRUE(::mqlite::testing::Snapshot(dir_.path()) == before) << "a file changed";
+
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got, e->Receive("jobs"));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].body, "precious");
+  MQ_ASSERT_OK(e->Abandon("jobs", got[0].seq, got[0].lock_token));
+  MQ_ASSERT_OK(e->Close());
+
+  // Once the holder is gone the link is just another name for the data.
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> via_link, OpenEngineAt(link, Options()));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, via_link->Peek("jobs"));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].body, "precious");
+}
+
+TEST_F(ProcessTest, Spec9_HardLinkOfAFileHeldByAnotherProcessIsDbLocked) {
+  Child child;
+  ASSERT_TRUE(child.Start({"hold", path_}));
+  std::optional<std::string> ready = child.ReadLine();
+  ASSERT_TRUE(ready.has_value()) << "child never became ready";
+  ASSERT_EQ(*ready, "READY");
+  const std::string link = dir_.File("b.db");
+  ASSERT_EQ(::link(path_.c_str(), link.c_str()), 0) << std::strerror(errno);
+  const auto before = ::mqlite::testing::Snapshot(dir_.path());
+
+  MQ_EXPECT_CODE(OpenSqliteStore({.path = link}), kDbLocked);
+  MQ_EXPECT_CODE(OpenEngineAt(link, Options()), kDbLocked);
+  EXPECT_TRUE(::mqlite::testing::Snapshot(dir_.path()) == before) << "a refused open wrote";
+
+  child.CloseStdin();
+  int st = child.Wait();
+  ASSERT_TRUE(WIFEXITED(st)) << "status " << st;
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> e, OpenEngineAt(link, Options()));
+  MQ_EXPECT_OK(e->GetQueue("jobs"));
+}
+
+// ---- SPEC §10: the file-size limit is StoreFull, never "retry" ----------------------
+
+// RLIMIT_FSIZE (SIGXFSZ ignored) makes writes past the limit fail with EFBIG;
+// SQLite reports that as an I/O error, which must still map to StoreFull.
+TEST_F(ProcessTest, Spec10_FileSizeLimitAtOpenIsStoreFullAndLeavesNoFiles) {
+  Child child;
+  ASSERT_TRUE(child.Start({"fsize", path_, "16384"}));
+  std::optional<std::string> line = child.ReadLine();
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->rfind("OPEN StoreFull: ", 0), 0u) << *line;
+  EXPECT_NE(line->find(path_), std::string::npos) << *line;
+  int st = child.Wait();
+  ASSERT_TRUE(WIFEXITED(st)) << "status " << st;
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.path()))
+      << "a refused open left files behind: " << ::mqlite::testing::Snapshot(dir_.path()).size();
+}
+
+TEST_F(ProcessTest, Spec10_FileSizeLimitOnSendIsStoreFullAndKeepsEveryAcknowledgedSend) {
+  Child child;
+  ASSERT_TRUE(child.Start({"fsize", path_, std::to_string(1 << 20)}));
+  std::optional<std::string> line = child.ReadLine();
+  ASSERT_TRUE(line.has_value());
+  ASSERT_EQ(line->rfind("SENT ", 0), 0u) << *line;
+  std::istringstream in(line->substr(5));
+  int64_t sent = -1;
+  std::string code;
+  in >> sent >> code;
+  EXPECT_GT(sent, 10);
+  EXPECT_EQ(code, "StoreFull:") << *line;
+  EXPECT_NE(line->find("'" + path_ + "'"), std::string::npos) << *line;
+  int st = child.Wait();
+  ASSERT_TRUE(WIFEXITED(st)) << "status " << st;
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> e, Open());
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats stats, e->Stats("jobs"));
+  EXPECT_EQ(stats.total, sent) << "every acknowledged send, and nothing else";
+}
+
 // ---- SPEC §7.1 / §7.4 / §7.5: SIGKILL with messages locked ---------------------------
 
 struct CrashCase {

@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -69,6 +72,23 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Every entry of `dir` by name, with a regular file's whole contents
+// ("<directory>" for a subdirectory): equal snapshots mean nothing in `dir`
+// was created, deleted or modified.
+inline std::map<std::string, std::string> Snapshot(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.is_directory()) {
+      out[e.path().filename().string()] = "<directory>";
+      continue;
+    }
+    std::ifstream in(e.path(), std::ios::binary);
+    out[e.path().filename().string()] =
+        std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return out;
+}
 
 // Opens the SQLite store at `path` and an engine on it.
 inline Result<std::unique_ptr<Engine>> OpenEngineAt(const std::string& path,

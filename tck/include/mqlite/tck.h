@@ -182,10 +182,11 @@ int AnchorModel();
 int AnchorIntegrity();
 int AnchorCrash();
 int AnchorSpace();
+int AnchorOperations();
 inline int AnchorAll() {
   return AnchorLifecycle() + AnchorValidation() + AnchorOrdering() + AnchorIdempotency() +
          AnchorTransactions() + AnchorConcurrency() + AnchorModel() + AnchorIntegrity() +
-         AnchorCrash() + AnchorSpace();
+         AnchorCrash() + AnchorSpace() + AnchorOperations();
 }
 
 }  // namespace mqlite::tck

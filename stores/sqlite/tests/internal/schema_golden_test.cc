@@ -27,9 +27,9 @@ std::string CanonicalDdl() {
 
 // SPEC §10: token ↔ DDL hash. A new layout needs a new token AND a new line.
 TEST(SqliteSchemaGolden, DdlHashIsPinnedToTheToken) {
-  EXPECT_STREQ(kSqliteSchemaToken, "mqlite-sqlite-1");
+  EXPECT_STREQ(kSqliteSchemaToken, "mqlite-sqlite-2");
   EXPECT_EQ(internal::Sha256::Hex(internal::Sha256::Hash(CanonicalDdl())),
-            "e5ed02270b62362e19fec9d6bd9681e7b13c4be7f0fe67262ed0e14004215388")
+            "21f0bbe817a6b283f5e96394ad0b6eab48c03c73f8708d1c219dd9ff28b0352f")
       << "The SQLite DDL changed. Mint a new kSqliteSchemaToken and pin the new hash here.\n"
       << CanonicalDdl();
 }

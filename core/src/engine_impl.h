@@ -1,0 +1,200 @@
+// Engine::Impl: the engine's shared state and the operations its public
+// methods and TxContext share (engine.cc), split by what each part owns:
+//   group_commit.h  the writer queue (SPEC §9 group commit)
+//   maintenance.h   the maintenance thread (SPEC §1)
+//   tx_context.cc   Tx and its pooled contexts (SPEC §8)
+//   keys.h          idempotency keys (SPEC §4, §7.2)
+//   validate.h      every argument rule (SPEC §2–§10)
+// Internal: not installed.
+#ifndef MQLITE_CORE_SRC_ENGINE_IMPL_H_
+#define MQLITE_CORE_SRC_ENGINE_IMPL_H_
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "call.h"
+#include "group_commit.h"
+#include "maintenance.h"
+#include "mqlite/engine.h"
+#include "validate.h"
+
+namespace mqlite {
+namespace internal {
+
+// The engine whose Tx callback is running on this thread, if any: its public
+// methods refuse to run there (they would wait for the transaction the
+// callback is inside of).
+extern thread_local const Engine::Impl* tl_tx_engine;
+
+inline std::string SeqLabel(int64_t seq) { return "seq " + std::to_string(seq); }
+
+// A settle of `op` on `seq` under `token`; the caller adds the op's arguments
+// (delay, reason) and the engine fills in `now`.
+inline SettleRequest MakeSettle(SettleOp op, int64_t seq, const LockToken& token) {
+  SettleRequest r;
+  r.seq = seq;
+  r.token = token;
+  r.op = op;
+  return r;
+}
+
+}  // namespace internal
+
+struct Engine::Impl {
+  std::unique_ptr<Store> store;
+  EngineOptions options;
+  Clock* clock = nullptr;
+  StoreCapabilities caps;
+
+  // The waits below sleep under mu; never held across a store call. The
+  // counters are atomics so a call's admission and Wake() take no lock on
+  // the common path (seq_cst: a Close or a waiter that registers under mu
+  // and then re-checks cannot miss an update).
+  std::mutex mu;
+  std::condition_variable_any cv;  // in-flight drain, long-poll wake-ups
+  std::atomic<bool> closed{false};
+  bool close_done = false;  // guarded by mu
+  std::atomic<int> inflight{0};
+  std::atomic<int> waiters{0};
+  std::atomic<uint64_t> wake_gen{0};  // bumped when messages may have become eligible
+
+  // Ends one in-flight call; the last one out after Close wakes it.
+  void Leave() {
+    if (inflight.fetch_sub(1) == 1 && closed.load()) {
+      std::lock_guard<std::mutex> l(mu);
+      cv.notify_all();
+    }
+  }
+
+  // Owned parts (each file says what it owns): the writer queue and the
+  // maintenance thread. Declared after `store` and `options`, which they use.
+  std::unique_ptr<internal::GroupCommit> writer;
+  std::unique_ptr<internal::Maintainer> maintainer;
+
+  // Tx contexts, reused across Tx calls (see TxContext's comment).
+  std::mutex tx_mu;
+  std::vector<std::unique_ptr<TxContext>> tx_contexts;
+  std::vector<TxContext*> tx_free;
+
+  // RAII admission of one public call: the Close fence (SPEC §9), the
+  // cancellation pre-check (SPEC §10) and the no-reentry-from-Tx rule.
+  class Call {
+   public:
+    Call(Impl* impl, const CallOptions& call, std::string_view what) : impl_(impl) {
+      if (internal::tl_tx_engine == impl_) {
+        status_ = Status::InvalidArgument(std::string(what) +
+                                          " called inside Tx on the same engine; use the "
+                                          "TxContext passed to the callback");
+        impl_ = nullptr;
+        return;
+      }
+      status_ = internal::CheckCancelled(call, what);
+      if (!status_.ok()) {
+        impl_ = nullptr;
+        return;
+      }
+      impl_->inflight.fetch_add(1);
+      if (impl_->closed.load()) {
+        impl_->Leave();
+        status_ = Status::Closed(std::string(what) + ": engine is closed");
+        impl_ = nullptr;
+      }
+    }
+    ~Call() {
+      if (impl_) impl_->Leave();
+    }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+    const Status& status() const { return status_; }
+
+   private:
+    Impl* impl_;
+    Status status_;
+  };
+
+  // The clock, saturated to [0, kMaxClockMs] (EngineOptions::clock) so that
+  // now + any validated duration cannot overflow.
+  int64_t Now() { return std::clamp<int64_t>(clock->NowMs(), 0, internal::kMaxClockMs); }
+
+
+  // Every write transaction goes through group commit (SPEC §9).
+  Status Write(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
+    return writer->Write(call, body);
+  }
+
+  Status Read(const CallOptions& call, const std::function<Status(StoreTxn&)>& body) {
+    return store->Run(TxnKind::kRead, internal::ToRunOptions(call), body);
+  }
+
+  // Wakes long-poll waiters: something may have become eligible.
+  void Wake() {
+    wake_gen.fetch_add(1);
+    if (waiters.load() > 0) {
+      std::lock_guard<std::mutex> l(mu);  // a waiter between its check and its sleep holds mu
+      cv.notify_all();
+    }
+  }
+
+  uint64_t WakeGen() { return wake_gen.load(); }
+
+  // The shape of most single-queue calls: check the name, then one store
+  // transaction of `kind` that looks the queue up and runs fn(txn, queue).
+  template <typename Fn>
+  Status OnQueue(TxnKind kind, const CallOptions& call, std::string_view name, const Fn& fn) {
+    MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
+    return store->Run(kind, internal::ToRunOptions(call), [&](StoreTxn& txn) -> Status {
+      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, name));
+      return fn(txn, q);
+    });
+  }
+
+  static Result<QueueRecord> LookupQueue(StoreTxn& txn, std::string_view name) {
+    auto q = txn.GetQueue(name);
+    if (!q && q.error().code() == StatusCode::kQueueNotFound) {
+      return Status::QueueNotFound(internal::QueueLabel(name) + " does not exist");
+    }
+    return q;
+  }
+
+  static Status LockLostError(std::string_view queue, int64_t seq, SettleOp op) {
+    return Status::LockLost(internal::QueueLabel(queue) + ": " + internal::SeqLabel(seq) + ": " +
+                            std::string(SettleOpName(op)) +
+                            " refused: the message is not locked under this token (wrong or "
+                            "stale token, the lease expired, or it was already settled)");
+  }
+
+  // ---- Operations shared by the engine's methods and TxContext ----------------
+  // Each runs inside a store transaction the caller provides.
+  // SPEC §4. `single`: a dedup conflict is the call's error rather than the
+  // slot's outcome.
+  Status DoSend(StoreTxn& txn, std::string_view queue, std::span<const OutgoingMessage> messages,
+                bool single, std::vector<SendOutcome>* out, bool* wrote);
+
+  // SPEC §6 + §7.2: settle, write a receipt in the same commit; on LockLost,
+  // a live receipt for the identical request is a successful replay.
+  Result<SettleResult> DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req);
+
+  Result<SettleResult> SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req);
+
+  Result<SettleResult> SettleOne(std::string_view queue, SettleRequest req,
+                                 const CallOptions& call);
+
+  // Shared by CompleteBatch and RenewBatch: per-item validation, then one
+  // commit in which each item settles alone (a failed settle changes nothing).
+  Status SettleBatch(std::string_view queue, std::span<const SettleItem> items, SettleOp op,
+                     const CallOptions& call, std::vector<Status>* statuses,
+                     std::vector<int64_t>* locked_until);
+};
+
+}  // namespace mqlite
+
+#endif  // MQLITE_CORE_SRC_ENGINE_IMPL_H_
