@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 TITLES = {
-    "2": "Queues", "3": "Messages and states", "4": "Send", "5": "Receive (claim) and ordering",
+    "1": "Architecture (the store boundary)", "2": "Queues", "3": "Messages and states", "4": "Send", "5": "Receive (claim) and ordering",
     "6": "Settle, renew, DLQ operations", "7.1": "Recovery", "7.2": "Settlement receipts",
     "7.3": "Receive attempts", "7.4": "Delivery bound", "7.5": "No loss, no corruption",
     "8": "Transactions: the outbox", "9": "Concurrency and processes",
@@ -39,7 +39,9 @@ def main():
         if not line.startswith(" ") and line.endswith("."):
             suite = line.split("/")[-1].rstrip(".")
         elif line.startswith("  ") and suite:
-            tests.append(f"{suite}.{line.strip().split('/')[0].split()[0]}")
+            test = f"{suite}.{line.strip().split('/')[0].split()[0]}"
+            if test not in tests:  # once, however many profiles instantiate it
+                tests.append(test)
     by = {}
     for t in tests:
         for s in sections(t.split(".", 1)[1]) or ["?"]:
@@ -63,7 +65,8 @@ several sections is listed under each. All tests below are in the conformance
 kit (`tck/src/suite_*.cc`) and run against every store (`Sqlite/…`,
 `Memory/…`, or a porter's instantiation); capabilities may skip some (see
 [porting.md](porting.md)). Which guarantee (G1–G8, PIN) each test stands
-behind is in `tck/runner/grades.cc`, and `mqlite-tck --json` lists it."""
+behind it declares beside its `TEST_P` (`MQLITE_TCK_GRADES`, see
+`mqlite/tck.h`), and `mqlite-tck --json` lists it."""
 
 FOOTER = """
 ## Store-specific pins (outside the kit)

@@ -230,6 +230,10 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
     }
     if (!s.ok()) return s.WithContext("recovery at open");
   }
+  if (i->caps.change_feed) {  // spec.md §9: wake long-polls on any engine's commit
+    MQLITE_ASSIGN_OR_RETURN(i->feed,
+                            i->store->Subscribe([i](int64_t queue_id) { i->WakeQueue(queue_id); }));
+  }
   if (options.background_maintenance) i->maintainer->Start();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
@@ -253,6 +257,7 @@ Status Engine::Close() {
     std::unique_lock<std::mutex> l(i->mu);
     i->cv.wait(l, [&] { return i->inflight.load() == 0; });
   }
+  i->feed.reset();   // no more wake-ups from the store
   i->store.reset();  // releases an embedded store's file lock
   std::lock_guard<std::mutex> l(i->mu);
   i->close_done = true;
@@ -392,17 +397,28 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
         internal::NewTokens(static_cast<size_t>(options.max_messages), &tokens));
   }
   const auto wait_end = SteadyClock::now() + std::chrono::milliseconds(options.wait_ms);
-  // A waiter also re-checks at this interval, so messages that become
+  // A waiter also re-checks every poll_interval_ms, so messages that become
   // eligible by time alone (a due schedule, an expired lease) are seen
-  // without a send; sends and settles in this engine wake it at once.
-  const auto recheck = std::chrono::milliseconds(250);
-  const int64_t step = impl_->options.maintenance_batch;
+  // without a send. Sends and settles wake it at once: this engine's own
+  // through Wake(); with a change feed, any engine's, per queue.
+  const auto recheck = std::chrono::milliseconds(impl_->options.poll_interval_ms);
+  // The time-driven transitions a Receive applies before claiming are bounded
+  // by what it may return, not by the maintenance batch: a Receive is a
+  // latency path; background maintenance does the bulk (spec.md §6).
+  const int64_t step = std::max<int64_t>(16, options.max_messages);
+  int64_t queue_id = 0;
   for (;;) {
     const uint64_t gen = impl_->WakeGen();
+    uint64_t feed_seq;
+    {
+      std::lock_guard<std::mutex> l(impl_->mu);
+      feed_seq = impl_->feed_seq;
+    }
     std::vector<Message> got;
     bool replayed = false;
     MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
       MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
+      queue_id = q.id;
       const int64_t now = impl_->Now();
       if (options.attempt_id) {  // SPEC §7.3
         MQLITE_ASSIGN_OR_RETURN(std::optional<AttemptRecord> rec,
@@ -441,8 +457,10 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
     if (SteadyClock::now() >= wait_end) return got;
     impl_->waiters.fetch_add(1);
     const auto until = std::min({wait_end, SteadyClock::now() + recheck, call.deadline});
-    impl_->cv.wait_until(l, call.stop_token, until,
-                         [&] { return impl_->closed.load() || impl_->wake_gen.load() != gen; });
+    impl_->cv.wait_until(l, call.stop_token, until, [&] {
+      return impl_->closed.load() || impl_->wake_gen.load() != gen ||
+             impl_->QueueChangedSince(queue_id, feed_seq);
+    });
     impl_->waiters.fetch_sub(1);
     if (impl_->closed.load()) {
       return Status::Closed(QueueLabel(queue) + ": engine closed during Receive");

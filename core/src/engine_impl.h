@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "call.h"
@@ -66,6 +67,10 @@ struct Engine::Impl {
   std::atomic<int> inflight{0};
   std::atomic<int> waiters{0};
   std::atomic<uint64_t> wake_gen{0};  // bumped when messages may have become eligible
+  // Change feed bookkeeping (guarded by mu): a counter of feed events and,
+  // per queue id, the value it had at that queue's latest change.
+  uint64_t feed_seq = 0;
+  std::unordered_map<int64_t, uint64_t> queue_changed_at;
 
   // Ends one in-flight call; the last one out after Close wakes it.
   void Leave() {
@@ -79,6 +84,10 @@ struct Engine::Impl {
   // maintenance thread. Declared after `store` and `options`, which they use.
   std::unique_ptr<internal::GroupCommit> writer;
   std::unique_ptr<internal::Maintainer> maintainer;
+
+  // The store's change feed, if it has one (declared after everything its
+  // callback touches, so it is destroyed first).
+  std::unique_ptr<ChangeSubscription> feed;
 
   // Tx contexts, reused across Tx calls (see TxContext's comment).
   std::mutex tx_mu;
@@ -135,8 +144,12 @@ struct Engine::Impl {
     return store->Run(TxnKind::kRead, internal::ToRunOptions(call), body);
   }
 
-  // Wakes long-poll waiters: something may have become eligible.
+  // Wakes long-poll waiters after this engine's own commit: something may
+  // have become eligible. With a change feed the store reports every commit
+  // (this engine's included) per queue through WakeQueue, so this does
+  // nothing.
   void Wake() {
+    if (feed) return;
     wake_gen.fetch_add(1);
     if (waiters.load() > 0) {
       std::lock_guard<std::mutex> l(mu);  // a waiter between its check and its sleep holds mu
@@ -146,15 +159,30 @@ struct Engine::Impl {
 
   uint64_t WakeGen() { return wake_gen.load(); }
 
+  // The change feed's callback (Store::Subscribe): a commit touched queue
+  // `queue_id`. Only long-polls on that queue re-run their claim.
+  void WakeQueue(int64_t queue_id) {
+    std::lock_guard<std::mutex> l(mu);
+    queue_changed_at[queue_id] = ++feed_seq;
+    if (waiters.load() > 0) cv.notify_all();
+  }
+  // Whether queue `queue_id` changed after feed_seq was `since`. Under mu.
+  bool QueueChangedSince(int64_t queue_id, uint64_t since) const {
+    auto it = queue_changed_at.find(queue_id);
+    return it != queue_changed_at.end() && it->second > since;
+  }
+
   // The shape of most single-queue calls: check the name, then one store
   // transaction of `kind` that looks the queue up and runs fn(txn, queue).
+  // A write goes through group commit like every other write (SPEC §9).
   template <typename Fn>
   Status OnQueue(TxnKind kind, const CallOptions& call, std::string_view name, const Fn& fn) {
     MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(name));
-    return store->Run(kind, internal::ToRunOptions(call), [&](StoreTxn& txn) -> Status {
+    auto body = [&](StoreTxn& txn) -> Status {
       MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, name));
       return fn(txn, q);
-    });
+    };
+    return kind == TxnKind::kWrite ? Write(call, body) : Read(call, body);
   }
 
   static Result<QueueRecord> LookupQueue(StoreTxn& txn, std::string_view name) {

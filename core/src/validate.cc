@@ -287,6 +287,8 @@ Status OutOfRange(std::string_view field, int64_t value, int64_t lo, int64_t hi,
 Status ValidateEngineOptions(const EngineOptions& o) {
   MQLITE_RETURN_IF_ERROR(OutOfRange("maintenance_interval_ms", o.maintenance_interval_ms, 1,
                                     kMaxMaintenanceIntervalMs, " (1 ms - 1 day)"));
+  MQLITE_RETURN_IF_ERROR(OutOfRange("poll_interval_ms", o.poll_interval_ms, 1,
+                                    kMaxMaintenanceIntervalMs, " (1 ms - 1 day)"));
   MQLITE_RETURN_IF_ERROR(
       OutOfRange("maintenance_batch", o.maintenance_batch, 1, kMaxMaintenanceBatch));
   MQLITE_RETURN_IF_ERROR(OutOfRange("max_message_bytes", o.max_message_bytes, 1,

@@ -1,8 +1,10 @@
 #include "mutants.h"
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -198,6 +200,88 @@ struct NoRetentionTxn : StoreTxnWrapper {
   }
 };
 
+// ---- Mutants of a shared store (spec.md §9 "Shared stores") -------------------
+//
+// Each engine of a multi-engine test opens its own Store object, so these
+// wrappers keep per-engine state: they model a shared store in which one
+// engine does not see (or lock against) what another engine is doing. A
+// single-engine run cannot catch them; the TckMultiEngine suite must. They run
+// on the shared mode of the in-memory store (`--store memory:shared`).
+
+// FindDedup and FindAttempt take no lock, so two engines both miss the same
+// key and both send (or both claim). Modelled as: each engine sees only the
+// idempotency records it wrote itself.
+struct OwnRecords {
+  std::mutex mu;
+  std::set<std::pair<int64_t, std::string>> dedup;  // (queue id, key)
+  std::set<std::string> attempts;
+};
+struct UnlockedKeysTxn : StoreTxnWrapper {
+  UnlockedKeysTxn(StoreTxn* t, OwnRecords* own) : StoreTxnWrapper(t), own_(own) {}
+  Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& q, std::string_view key,
+                                               int64_t now) override {
+    auto r = StoreTxnWrapper::FindDedup(q, key, now);
+    std::lock_guard<std::mutex> l(own_->mu);
+    if (r.ok() && r->has_value() && !own_->dedup.count({q.id, std::string(key)})) {
+      return std::optional<DedupRecord>();
+    }
+    return r;
+  }
+  Status PutDedup(const QueueRecord& q, std::string_view key, const DedupRecord& d) override {
+    {
+      std::lock_guard<std::mutex> l(own_->mu);
+      own_->dedup.insert({q.id, std::string(key)});
+    }
+    return StoreTxnWrapper::PutDedup(q, key, d);
+  }
+  Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
+    auto r = StoreTxnWrapper::FindAttempt(id, now);
+    std::lock_guard<std::mutex> l(own_->mu);
+    if (r.ok() && r->has_value() && !own_->attempts.count(std::string(id))) {
+      return std::optional<AttemptRecord>();
+    }
+    return r;
+  }
+  Status PutAttempt(std::string_view id, const AttemptRecord& a) override {
+    {
+      std::lock_guard<std::mutex> l(own_->mu);
+      own_->attempts.insert(std::string(id));
+    }
+    return StoreTxnWrapper::PutAttempt(id, a);
+  }
+  OwnRecords* own_;
+};
+
+// Reclaim treats every lease as expired: an engine's maintenance (or its
+// open) takes messages another engine holds under a live lease.
+struct ReclaimIgnoresLeaseTxn : StoreTxnWrapper {
+  ReclaimIgnoresLeaseTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<int64_t> ReclaimLocks(const QueueRecord& q, int64_t now, bool, int64_t limit) override {
+    return StoreTxnWrapper::ReclaimLocks(q, now, /*all=*/true, limit);
+  }
+};
+
+// Group membership is not serialised across engines: a send does not see
+// the members another engine sent, so sends from two engines both become
+// heads of "one" group and a claim takes a member whose group is busy.
+// Modelled as: each engine's group keys are its own.
+struct EngineTag {
+  char unused = 0;
+};
+struct UnserialisedGroupsTxn : StoreTxnWrapper {
+  UnserialisedGroupsTxn(StoreTxn* t, EngineTag* tag) : StoreTxnWrapper(t), tag_(tag) {}
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& q,
+                                       std::span<const EnqueueItem> items) override {
+    std::vector<EnqueueItem> x(items.begin(), items.end());
+    const std::string mine = "\x1f" + std::to_string(reinterpret_cast<uintptr_t>(tag_));
+    for (auto& i : x) {
+      if (i.group_key) *i.group_key += mine;
+    }
+    return StoreTxnWrapper::Enqueue(q, x);
+  }
+  EngineTag* tag_;
+};
+
 // SPEC §8: the business write and the enqueue commit together. This profile's
 // business writes silently go nowhere.
 void DropBusinessWrites(StoreProfile* p) {
@@ -237,6 +321,16 @@ const std::vector<Mutant>& Mutants() {
        WrapWith<NoRetentionTxn>},
       {"tx-drops-business-write",
        "Tx commits the enqueue but not the business write (SPEC §8)", DropBusinessWrites},
+      // Shared-store mutants: run with --store memory:shared (see above).
+      {"idempotency-keys-unlocked",
+       "FindDedup/FindAttempt take no lock: engines never see each other's keys (spec.md §9)",
+       WrapWith<UnlockedKeysTxn, OwnRecords>},
+      {"reclaim-ignores-lease",
+       "ReclaimLocks takes live leases too, so one engine steals another's (spec.md §7.1)",
+       WrapWith<ReclaimIgnoresLeaseTxn>},
+      {"group-membership-unserialised",
+       "sends from two engines both become heads of one group (spec.md §9)",
+       WrapWith<UnserialisedGroupsTxn, EngineTag>},
   };
   return *m;
 }

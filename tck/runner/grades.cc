@@ -1,19 +1,26 @@
 #include "grades.h"
 
 #include <algorithm>
-#include <cctype>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "mqlite/tck.h"
 
 namespace mqlite::tck {
 namespace {
 
-bool Has(std::string_view haystack, std::string_view needle) {
-  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
-                        [](char a, char b) { return std::tolower(a) == std::tolower(b); });
-  return it != haystack.end();
+// "Store/TckOrdering" -> "TckOrdering"; "Spec5_HeadOfLine/memory" -> "Spec5_HeadOfLine".
+std::string SuiteName(std::string_view registered) {
+  auto pos = registered.find('/');
+  return std::string(pos == std::string_view::npos ? registered : registered.substr(pos + 1));
+}
+std::string TestName(std::string_view registered) {
+  return std::string(registered.substr(0, registered.find('/')));
 }
 
-void Add(std::vector<std::string>* out, const char* g) {
-  if (std::find(out->begin(), out->end(), g) == out->end()) out->push_back(g);
+std::string Where(const GradeDeclaration& d) {
+  return std::string(d.file ? d.file : "?") + ":" + std::to_string(d.line);
 }
 
 }  // namespace
@@ -34,65 +41,58 @@ const std::vector<Guarantee>& Guarantees() {
 }
 
 std::vector<std::string> GuaranteesOf(std::string_view suite, std::string_view test) {
-  std::vector<std::string> g;
-  // Suite-level: what the whole suite exercises.
-  if (suite == "TckOrdering") {
-    Add(&g, "G2");
-    Add(&g, "G3");
-  } else if (suite == "TckIdempotency") {
-    Add(&g, "G4");
-  } else if (suite == "TckTransactions") {
-    Add(&g, "G5");
-  } else if (suite == "TckConcurrency") {
-    Add(&g, "G2");
-  } else if (suite == "TckModel") {
-    // The model compares every field after every step: seqs, claims, DLQ,
-    // TTL, receipts, attempts, reopen.
-    for (const char* x : {"G1", "G2", "G3", "G4", "G6"}) Add(&g, x);
-  } else if (suite == "TckIntegrity") {
-    Add(&g, "G1");
-    Add(&g, "G2");
-  } else if (suite == "TckCrash") {
-    Add(&g, "G1");
-    Add(&g, "G5");
-    Add(&g, "G6");
-  } else if (suite == "TckPins") {
-    Add(&g, "PIN");
-    Add(&g, "G3");
-  } else if (suite == "TckSpace") {
-    Add(&g, "G7");
+  const std::vector<std::string>* ids = DeclaredGrades(suite, test);
+  return ids ? *ids : std::vector<std::string>{};
+}
+
+std::vector<std::string> CheckGradeDeclarations(const ::testing::UnitTest& unit) {
+  std::vector<std::string> problems;
+  std::set<std::string> known_ids;
+  for (const Guarantee& g : Guarantees()) known_ids.insert(g.id);
+
+  // Every registered test (the --filter does not matter: declarations are static).
+  std::set<std::pair<std::string, std::string>> registered;
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const ::testing::TestSuite* ts = unit.GetTestSuite(i);
+    for (int j = 0; j < ts->total_test_count(); ++j) {
+      const ::testing::TestInfo* t = ts->GetTestInfo(j);
+      if (std::string_view(ts->name()) == "GoogleTestVerification") {
+        // GoogleTest's own check: a TEST_P suite that no instantiation covers.
+        problems.push_back(std::string(t->name()) +
+                           ": a kit suite is not instantiated (add it to MQLITE_TCK_INSTANTIATE)");
+        continue;
+      }
+      registered.emplace(SuiteName(ts->name()), TestName(t->name()));
+    }
   }
-  // Test-level: keywords in the test name.
-  if (Has(test, "Seq") || Has(test, "Spec3_Send") || Has(test, "Reuse")) Add(&g, "G1");
-  if (Has(test, "Claim") || Has(test, "Receive") || Has(test, "Fenc") || Has(test, "Token") ||
-      Has(test, "Settle") || Has(test, "Complete") || Has(test, "LockLost")) {
-    Add(&g, "G2");
+
+  std::map<std::pair<std::string, std::string>, const GradeDeclaration*> first;
+  for (const GradeDeclaration& d : GradeDeclarations()) {
+    const std::string name = d.suite + "." + d.test;
+    auto [it, fresh] = first.emplace(std::make_pair(d.suite, d.test), &d);
+    if (!fresh) {
+      problems.push_back(Where(d) + ": " + name + " is declared again (first at " +
+                         Where(*it->second) + ")");
+    }
+    if (!registered.count({d.suite, d.test})) {
+      problems.push_back(Where(d) + ": MQLITE_TCK_GRADES names " + name +
+                         ", which is not a registered test");
+    }
+    if (d.ids.empty()) problems.push_back(Where(d) + ": " + name + " declares no guarantee");
+    for (const std::string& id : d.ids) {
+      if (!known_ids.count(id)) {
+        problems.push_back(Where(d) + ": " + name + " declares unknown guarantee '" + id + "'");
+      }
+    }
   }
-  if (Has(test, "Group") || Has(test, "Priority") || Has(test, "Order") || Has(test, "Peek") ||
-      Has(test, "Fifo")) {
-    Add(&g, "G3");
+  for (const auto& [suite, test] : registered) {
+    if (!first.count({suite, test})) {
+      problems.push_back(suite + "." + test +
+                         " declares no guarantee: add MQLITE_TCK_GRADES(" + suite + ", " + test +
+                         ", \"G…\") above its TEST_P");
+    }
   }
-  if (Has(test, "Dedup") || Has(test, "Receipt") || Has(test, "Attempt") || Has(test, "Dlq") ||
-      Has(test, "DeadLetter") || Has(test, "Redrive") || Has(test, "Purge") || Has(test, "Ttl") ||
-      Has(test, "Expir") || Has(test, "Deferred")) {
-    Add(&g, "G4");
-  }
-  if (Has(test, "Tx") || Has(test, "Outbox") || Has(test, "Rollback") || Has(test, "Atomic")) {
-    Add(&g, "G5");
-  }
-  if (Has(test, "Recover") || Has(test, "Reopen") || Has(test, "Crash") || Has(test, "Kill") ||
-      Has(test, "Lease") || Has(test, "DbLocked")) {
-    Add(&g, "G6");
-  }
-  if (Has(test, "PerformancePins")) {
-    Add(&g, "PIN");
-    Add(&g, "G3");
-  }
-  if (Has(test, "Retention") || Has(test, "Space") || Has(test, "Reclaim") || Has(test, "Purge")) {
-    Add(&g, "G7");
-  }
-  if (g.empty()) Add(&g, "G2");  // the general lifecycle: claim and settle semantics
-  return g;
+  return problems;
 }
 
 }  // namespace mqlite::tck

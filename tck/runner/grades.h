@@ -1,7 +1,10 @@
 // The grade table of SPEC §12: which kit tests stand behind each store
-// guarantee G1–G8, plus the store's own performance pins.
+// guarantee G1–G8, plus the store's own performance pins. Each test declares
+// its guarantees beside its TEST_P (MQLITE_TCK_GRADES, mqlite/tck.h).
 #ifndef MQLITE_TCK_RUNNER_GRADES_H_
 #define MQLITE_TCK_RUNNER_GRADES_H_
+
+#include <gtest/gtest.h>
 
 #include <string>
 #include <string_view>
@@ -17,10 +20,17 @@ struct Guarantee {
 
 const std::vector<Guarantee>& Guarantees();
 
-// The guarantees a kit test stands behind, from its suite (fixture class,
-// e.g. "TckOrdering") and test name (e.g. "Spec5_HeadOfLineSurvivesLeaseExpiry").
-// Every kit test maps to at least one guarantee.
+// The guarantees a kit test declared (MQLITE_TCK_GRADES), from its suite
+// (fixture class, e.g. "TckOrdering") and test name (e.g.
+// "Spec5_HeadOfLineSurvivesLeaseExpiry"); empty if it declared none, which
+// CheckGradeDeclarations reports.
 std::vector<std::string> GuaranteesOf(std::string_view suite, std::string_view test);
+
+// What is wrong with the declarations against the tests registered in `unit`
+// (call after InitGoogleTest), one line each: a test without a declaration,
+// a declaration of a test that is not registered, a test declared twice, an
+// unknown or missing id. Empty when every test declares its guarantees.
+std::vector<std::string> CheckGradeDeclarations(const ::testing::UnitTest& unit);
 
 }  // namespace mqlite::tck
 

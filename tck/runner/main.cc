@@ -2,16 +2,23 @@
 // a grade table — each guarantee G1–G8 and the store's performance pins,
 // pass/fail with the tests behind it.
 //
-//   mqlite-tck --store sqlite[:DIR] | memory   [--json FILE|-] [--filter PATTERN]
+//   mqlite-tck --store sqlite[:DIR] | memory[:shared]
+//              [--rerun] [--json FILE|-] [--filter PATTERN]
+//   (--rerun: every rerunnable store body runs twice, the first attempt rolled
+//    back — the rerun harness, tck::WithRerun)
 //   mqlite-tck --store sqlite --mutant NAME --expect-fail   (the kit must fail)
 //   mqlite-tck --list-mutants
+//   mqlite-tck --check-grades   (every kit test declares its guarantees; no test runs)
 //
 // Exit status: 0 when every test passed (skips allowed); 1 when any failed;
 // 2 for bad usage, including a store argument that does not work: before any
 // test runs, the runner opens (and removes) a probe store, so an unknown
 // store, a missing or unwritable directory, or a file that cannot be opened is
 // one line on stderr and exit 2. With --expect-fail the meaning flips: 0 only if the kit
-// failed at least one test (it stops at the first failure).
+// failed at least one test (it stops at the first failure). A kit whose grade
+// declarations (MQLITE_TCK_GRADES) are incomplete or wrong cannot grade: the
+// problems go to stderr and the exit status is 2, before any test runs;
+// --check-grades stops there (0 when the declarations are sound).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -142,8 +149,9 @@ std::string JsonEscape(const std::string& s) {
 int Usage(const char* msg) {
   std::fprintf(stderr,
                "mqlite-tck: %s\n"
-               "usage: mqlite-tck --store STORE [--json FILE|-] [--filter GTEST_PATTERN]\n"
+               "usage: mqlite-tck --store STORE [--rerun] [--json FILE|-] [--filter GTEST_PATTERN]\n"
                "                  [--mutant NAME --expect-fail] [--list-mutants]\n"
+               "       mqlite-tck --check-grades\n"
                "stores: %s\n",
                msg, KnownStores().c_str());
   return 2;
@@ -166,6 +174,8 @@ Status ProbeStore(const StoreProfile& profile) {
 int Main(int argc, char** argv) {
   std::string store, json, filter, mutant;
   bool expect_fail = false;
+  bool check_grades = false;
+  bool rerun = false;
   std::vector<char*> gtest_args = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -190,8 +200,12 @@ int Main(int argc, char** argv) {
       const char* v = value("--mutant");
       if (!v) return Usage("--mutant needs a name");
       mutant = v;
+    } else if (a == "--rerun") {
+      rerun = true;
     } else if (a == "--expect-fail") {
       expect_fail = true;
+    } else if (a == "--check-grades") {
+      check_grades = true;
     } else if (a == "--list-mutants") {
       for (const Mutant& m : Mutants()) std::printf("%-28s %s\n", m.name, m.description);
       return 0;
@@ -202,17 +216,22 @@ int Main(int argc, char** argv) {
       return Usage(("unknown argument '" + a + "'").c_str());
     }
   }
-  if (store.empty()) return Usage("--store is required");
-  auto profile = MakeProfile(store);
-  if (!profile.ok()) return Usage(profile.error().ToString().c_str());
-  Selected() = std::move(*profile);
-  // A store argument that cannot work (a directory that does not exist or
-  // cannot be written, a file that cannot be opened) is a usage error, found
-  // by actually opening a probe store — never 200 failing tests.
-  if (Status probe = ProbeStore(Selected()); !probe.ok()) {
-    std::fprintf(stderr, "mqlite-tck: --store '%s' is not usable: %s\n", store.c_str(),
-                 std::string(probe.message()).c_str());
-    return 2;
+  if (store.empty() && !check_grades) return Usage("--store is required");
+  if (store.empty()) {
+    // --check-grades alone: registering the suites needs a profile name, no store.
+    Selected().name = "check";
+  } else {
+    auto profile = MakeProfile(store);
+    if (!profile.ok()) return Usage(profile.error().ToString().c_str());
+    Selected() = rerun ? WithRerun(std::move(*profile)) : std::move(*profile);
+    // A store argument that cannot work (a directory that does not exist or
+    // cannot be written, a file that cannot be opened) is a usage error, found
+    // by actually opening a probe store — never 200 failing tests.
+    if (Status probe = ProbeStore(Selected()); !probe.ok()) {
+      std::fprintf(stderr, "mqlite-tck: --store '%s' is not usable: %s\n", store.c_str(),
+                   std::string(probe.message()).c_str());
+      return 2;
+    }
   }
   if (!mutant.empty()) {
     const Mutant* m = FindMutant(mutant);
@@ -231,6 +250,20 @@ int Main(int argc, char** argv) {
   delete listeners.Release(listeners.default_result_printer());
   std::vector<TestRecord> records;
   listeners.Append(new Progress(&records));
+
+  // The grade table needs every test's declared guarantees (MQLITE_TCK_GRADES).
+  std::vector<std::string> problems = CheckGradeDeclarations(*::testing::UnitTest::GetInstance());
+  for (const std::string& p : problems) std::fprintf(stderr, "mqlite-tck: %s\n", p.c_str());
+  if (!problems.empty()) {
+    std::fprintf(stderr, "mqlite-tck: %zu grade declaration problem(s); cannot grade\n",
+                 problems.size());
+    return 2;
+  }
+  if (check_grades) {
+    std::printf("mqlite-tck: every kit test declares its guarantees (%zu declarations)\n",
+                GradeDeclarations().size());
+    return 0;
+  }
 
   auto start = std::chrono::steady_clock::now();
   int rc = RUN_ALL_TESTS();

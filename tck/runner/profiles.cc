@@ -15,7 +15,7 @@ std::string KnownStores() {
   s += "sqlite[:DIR] ";
 #endif
 #ifdef MQLITE_TCK_HAVE_MEMORY
-  s += "memory ";
+  s += "memory[:shared] ";
 #endif
   return s.empty() ? "(none built)" : s;
 }
@@ -29,7 +29,13 @@ Result<StoreProfile> MakeProfile(const std::string& spec) {
 #endif
 #ifdef MQLITE_TCK_HAVE_MEMORY
   if (name == "memory") {
-    if (!arg.empty()) return Status::InvalidArgument("the memory store takes no argument");
+    // memory:shared — several engines over one store object (spec.md §9),
+    // where the TckMultiEngine suite runs.
+    if (arg == "shared") return MemoryTckProfile(/*shared=*/true);
+    if (!arg.empty()) {
+      return Status::InvalidArgument("the memory store takes no argument but 'shared' (got '" +
+                                     arg + "')");
+    }
     return MemoryTckProfile();
   }
 #endif

@@ -75,6 +75,7 @@ CallOptions PastDeadline() {
 
 // ---- exclusivity oracle (SPEC §5 G2, §6, §9) -----------------------------------------------
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec9_NoMessageIsHeldByTwoConsumersAndEachIsCompletedOnce, "G2");
 TEST_P(TckConcurrency, Spec9_NoMessageIsHeldByTwoConsumersAndEachIsCompletedOnce) {
   // Background maintenance on, so its thread races with the workers too.
   engine_options().background_maintenance = true;
@@ -228,6 +229,7 @@ TEST_P(TckConcurrency, Spec9_NoMessageIsHeldByTwoConsumersAndEachIsCompletedOnce
   MQ_EXPECT_OK(e.Close());
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_ReceiveAndDeleteDeliversEachMessageOnce, "G2");
 TEST_P(TckConcurrency, Spec5_ReceiveAndDeleteDeliversEachMessageOnce) {
   // Background maintenance on, so its thread races with the workers too.
   engine_options().background_maintenance = true;
@@ -288,6 +290,8 @@ TEST_P(TckConcurrency, Spec5_ReceiveAndDeleteDeliversEachMessageOnce) {
 
 // ---- group order under concurrency (SPEC §5) ---------------------------------------------
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_GroupsStayInOrderWithOneInFlightUnderConcurrentConsumers,
+                  "G2", "G3");
 TEST_P(TckConcurrency, Spec5_GroupsStayInOrderWithOneInFlightUnderConcurrentConsumers) {
   // Background maintenance on, so its thread races with the workers too.
   engine_options().background_maintenance = true;
@@ -369,6 +373,7 @@ TEST_P(TckConcurrency, Spec5_GroupsStayInOrderWithOneInFlightUnderConcurrentCons
 
 // ---- long-poll and Close (SPEC §5, §9) ------------------------------------------------------
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec9_CloseWakesBlockedLongPollsWithClosed, "G2");
 TEST_P(TckConcurrency, Spec9_CloseWakesBlockedLongPollsWithClosed) {
   Engine& e = engine();
   MQ_ASSERT_OK(e.CreateQueue({.name = "empty"}));
@@ -388,7 +393,7 @@ TEST_P(TckConcurrency, Spec9_CloseWakesBlockedLongPollsWithClosed) {
       results[i] = r.status();
     });
   }
-  while (entered.load() < kWaiters) std::this_thread::yield();
+  EXPECT_TRUE(SpinUntil([&] { return entered.load() == kWaiters; })) << "the waiters did not start";
   // Not needed for correctness (a call that starts after Close also gets
   // Closed); it only makes it likely the waiters are already blocked.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -401,6 +406,7 @@ TEST_P(TckConcurrency, Spec9_CloseWakesBlockedLongPollsWithClosed) {
   }
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_LongPollIsWokenByASend, "G2");
 TEST_P(TckConcurrency, Spec5_LongPollIsWokenByASend) {
   Engine& e = engine();
   MQ_ASSERT_OK(e.CreateQueue({.name = "q"}));
@@ -414,7 +420,7 @@ TEST_P(TckConcurrency, Spec5_LongPollIsWokenByASend) {
     got = e.Receive("q", {.max_messages = 4, .wait_ms = kWaitMs});
     elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - start);
   });
-  while (!entered.load()) std::this_thread::yield();
+  EXPECT_TRUE(SpinUntil([&] { return entered.load(); })) << "the waiter did not start";
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, e.Send("q", {.body = "wake up"}));
   waiter.join();
@@ -425,6 +431,7 @@ TEST_P(TckConcurrency, Spec5_LongPollIsWokenByASend) {
   EXPECT_LT(elapsed.count(), kWaitMs) << "woken by the send, not by the end of the wait";
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec9_CloseDuringSendsKeepsEveryAcknowledgedSend, "G1", "G6");
 TEST_P(TckConcurrency, Spec9_CloseDuringSendsKeepsEveryAcknowledgedSend) {
   // Background maintenance on, so its thread races with the workers too.
   engine_options().background_maintenance = true;
@@ -453,9 +460,7 @@ TEST_P(TckConcurrency, Spec9_CloseDuringSendsKeepsEveryAcknowledgedSend) {
       }
     });
   }
-  const auto deadline = Steady::now() + kHangBound;
-  while (count.load() < 200 && Steady::now() < deadline) std::this_thread::yield();
-  ASSERT_GE(count.load(), 200) << "senders made no progress";
+  ASSERT_TRUE(SpinUntil([&] { return count.load() >= 200; })) << "senders made no progress";
   MQ_ASSERT_OK(e.Close());
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) {
@@ -464,21 +469,15 @@ TEST_P(TckConcurrency, Spec9_CloseDuringSendsKeepsEveryAcknowledgedSend) {
 
   engine_options().background_maintenance = false;
   ASSERT_NO_FATAL_FAILURE(Reopen());
-  Engine& reopened = engine();
-  PeekOptions p;
-  p.max_messages = 1'000;
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> all, PeekAllOf(engine(), "q"));
   std::map<int64_t, std::string> stored;
-  for (;;) {
-    MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> page, reopened.Peek("q", p));
-    if (page.empty()) break;
-    p.from_seq = page.back().seq;
-    for (const Message& m : page) stored.emplace(m.seq, m.body);
-  }
+  for (const Message& m : all) stored.emplace(m.seq, m.body);
   EXPECT_EQ(stored, acked) << "every acknowledged send is stored; nothing else is";
 }
 
 // ---- long-poll (SPEC §5) --------------------------------------------------------------------
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_WaitingReceiveIsWokenBySendFromAnotherThread, "G2");
 TEST_P(TckConcurrency, Spec5_WaitingReceiveIsWokenBySendFromAnotherThread) {
   // SPEC §5
   MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
@@ -507,6 +506,7 @@ TEST_P(TckConcurrency, Spec5_WaitingReceiveIsWokenBySendFromAnotherThread) {
   EXPECT_LT(took, kFunctionalBound);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_Spec9_CloseWakesAWaitingReceiveWithClosed, "G2");
 TEST_P(TckConcurrency, Spec5_Spec9_CloseWakesAWaitingReceiveWithClosed) {
   // SPEC §5, §9
   MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
@@ -531,6 +531,7 @@ TEST_P(TckConcurrency, Spec5_Spec9_CloseWakesAWaitingReceiveWithClosed) {
   MQ_EXPECT_CODE(engine().Receive("lp", Wait(0)), kClosed);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_ShortWaitOnEmptyQueueReturnsEmptyOk, "G2");
 TEST_P(TckConcurrency, Spec5_ShortWaitOnEmptyQueueReturnsEmptyOk) {
   // SPEC §5
   MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
@@ -541,6 +542,7 @@ TEST_P(TckConcurrency, Spec5_ShortWaitOnEmptyQueueReturnsEmptyOk) {
   EXPECT_GE(Steady::now() - t0, milliseconds(190));
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_WaitOver20SecondsIsInvalidArgument, "G2");
 TEST_P(TckConcurrency, Spec5_WaitOver20SecondsIsInvalidArgument) {
   // SPEC §5: wait ≤ 20 s.
   MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
@@ -554,6 +556,7 @@ TEST_P(TckConcurrency, Spec5_WaitOver20SecondsIsInvalidArgument) {
   EXPECT_EQ(got.size(), 1u);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_Spec2_WaiterReceivesOnlyFromItsOwnQueue, "G2");
 TEST_P(TckConcurrency, Spec5_Spec2_WaiterReceivesOnlyFromItsOwnQueue) {
   // SPEC §5, §2: a send to another queue does not hand the waiter a message
   // from that queue.
@@ -574,6 +577,7 @@ TEST_P(TckConcurrency, Spec5_Spec2_WaiterReceivesOnlyFromItsOwnQueue) {
   EXPECT_EQ(st.active, 1);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec5_WaiterIsWokenWhenASettleUnblocksItsGroup, "G2", "G3");
 TEST_P(TckConcurrency, Spec5_WaiterIsWokenWhenASettleUnblocksItsGroup) {
   // SPEC §5: a group member becomes eligible when its head is completed.
   MQ_ASSERT_OK(CreateQueue(engine(), "lp"));
@@ -602,6 +606,7 @@ TEST_P(TckConcurrency, Spec5_WaiterIsWokenWhenASettleUnblocksItsGroup) {
 
 // ---- cancellation and deadlines (SPEC §10) ----------------------------------------------------
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_StopRequestedBeforeSendWritesNothing, "G1");
 TEST_P(TckConcurrency, Spec10_StopRequestedBeforeSendWritesNothing) {
   // SPEC §10
   MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
@@ -611,6 +616,7 @@ TEST_P(TckConcurrency, Spec10_StopRequestedBeforeSendWritesNothing) {
   EXPECT_EQ(Total(engine(), "cq"), 0);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_StopRequestedBeforeReceiveClaimsNothing, "G2");
 TEST_P(TckConcurrency, Spec10_StopRequestedBeforeReceiveClaimsNothing) {
   // SPEC §10
   MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
@@ -626,6 +632,7 @@ TEST_P(TckConcurrency, Spec10_StopRequestedBeforeReceiveClaimsNothing) {
   EXPECT_EQ(Total(engine(), "cq"), 1);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_StopRequestedBeforeCompleteSettlesNothing, "G2");
 TEST_P(TckConcurrency, Spec10_StopRequestedBeforeCompleteSettlesNothing) {
   // SPEC §10
   MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
@@ -643,6 +650,7 @@ TEST_P(TckConcurrency, Spec10_StopRequestedBeforeCompleteSettlesNothing) {
   EXPECT_EQ(Total(engine(), "cq"), 0);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_PastDeadlineIsCancelledAndExecutesNothing, "G1", "G2");
 TEST_P(TckConcurrency, Spec10_PastDeadlineIsCancelledAndExecutesNothing) {
   // SPEC §10
   MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
@@ -664,6 +672,7 @@ TEST_P(TckConcurrency, Spec10_PastDeadlineIsCancelledAndExecutesNothing) {
   EXPECT_EQ(still.state, MessageState::kLocked);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_Spec5_LongPollIsCancelledPromptlyByStopSource, "G2");
 TEST_P(TckConcurrency, Spec10_Spec5_LongPollIsCancelledPromptlyByStopSource) {
   // SPEC §10, §5
   MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
@@ -690,6 +699,7 @@ TEST_P(TckConcurrency, Spec10_Spec5_LongPollIsCancelledPromptlyByStopSource) {
   EXPECT_EQ(st.active, 1);
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_LongPollDeadlineEndsTheWaitWithCancelled, "G2");
 TEST_P(TckConcurrency, Spec10_LongPollDeadlineEndsTheWaitWithCancelled) {
   // SPEC §10: a deadline shorter than the wait ends it with Cancelled.
   MQ_ASSERT_OK(CreateQueue(engine(), "cq"));
@@ -736,6 +746,7 @@ class HeldWriter {
   std::future<Status> holder_;
 };
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_CallWaitingForTheWriterIsCancelledAndWritesNothing, "G1");
 TEST_P(TckConcurrency, Spec10_CallWaitingForTheWriterIsCancelledAndWritesNothing) {
   // Only a store that serialises writers makes a call wait for the writer
   // (the embedded, exclusive stores); a shared store runs it concurrently.
@@ -757,6 +768,7 @@ TEST_P(TckConcurrency, Spec10_CallWaitingForTheWriterIsCancelledAndWritesNothing
   EXPECT_EQ(all[0].body, "from tx");
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_StopWhileWaitingForTheWriterIsCancelled, "G2");
 TEST_P(TckConcurrency, Spec10_StopWhileWaitingForTheWriterIsCancelled) {
   // Only a store that serialises writers makes a call wait for the writer
   // (the embedded, exclusive stores); a shared store runs it concurrently.
@@ -863,7 +875,8 @@ struct Probed {
         return call();
       }));
     }
-    while (started.load() < static_cast<int>(calls.size())) std::this_thread::yield();
+    EXPECT_TRUE(SpinUntil([&] { return started.load() == static_cast<int>(calls.size()); }))
+        << "the callers did not start";
     // Let the callers reach the writer. Grouping is asserted with retries, so
     // a slow scheduler makes a round ungrouped, not the test red.
     std::this_thread::sleep_for(milliseconds(50));
@@ -874,6 +887,8 @@ struct Probed {
   }
 };
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec9_GroupedWritesEachGetExactlyTheirOwnResult, "G1", "G2",
+                  "G5");
 TEST_P(TckConcurrency, Spec9_GroupedWritesEachGetExactlyTheirOwnResult) {
   CloseEngine();
   Probed p;
@@ -940,6 +955,8 @@ TEST_P(TckConcurrency, Spec9_GroupedWritesEachGetExactlyTheirOwnResult) {
   }
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec9_StoreErrorInOneGroupedRequestFailsOnlyThatRequest, "G1",
+                  "G5");
 TEST_P(TckConcurrency, Spec9_StoreErrorInOneGroupedRequestFailsOnlyThatRequest) {
   CloseEngine();
   Probed p;
@@ -980,6 +997,8 @@ TEST_P(TckConcurrency, Spec9_StoreErrorInOneGroupedRequestFailsOnlyThatRequest) 
   }
 }
 
+MQLITE_TCK_GRADES(TckConcurrency, Spec10_WriterQueuedBehindAGroupLeaderIsCancelledAndWritesNothing,
+                  "G1", "G5");
 TEST_P(TckConcurrency, Spec10_WriterQueuedBehindAGroupLeaderIsCancelledAndWritesNothing) {
   if (SkipUnlessExclusive()) return;
   CloseEngine();
@@ -993,10 +1012,8 @@ TEST_P(TckConcurrency, Spec10_WriterQueuedBehindAGroupLeaderIsCancelledAndWrites
   const int runs0 = p.probe->write_runs.load();
   HeldWriter writer(e);
   auto leader = std::async(std::launch::async, [&] { return e.Send("gq", Out("leader")).status(); });
-  const auto bound = Steady::now() + kHangBound;
-  while (p.probe->write_runs.load() < runs0 + 2 && Steady::now() < bound) {
-    std::this_thread::yield();  // the Tx and the leader are both at the store
-  }
+  // Until the Tx and the leader are both at the store (at most kHangBound).
+  SpinUntil([&] { return p.probe->write_runs.load() >= runs0 + 2; });
   const auto t0 = Steady::now();
   Status s = e.Send("gq", Out("gives up"), CallOptions::Timeout(100)).status();
   const auto took = Steady::now() - t0;

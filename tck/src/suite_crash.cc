@@ -888,12 +888,15 @@ class Crasher {
 
 }  // namespace
 
+MQLITE_TCK_GRADES(TckCrash, Spec7_1_7_5_SigkillNeverLosesAcknowledgedSendsAndRecoversLocks, "G1",
+                  "G2", "G6");
 TEST_P(TckCrash, Spec7_1_7_5_SigkillNeverLosesAcknowledgedSendsAndRecoversLocks) {
   if (SkipUnlessCrashable()) return;
   Crasher c(MQ_CRASH_HARNESS());
   c.KillMany(/*with_tx=*/false, /*runs=*/20);
 }
 
+MQLITE_TCK_GRADES(TckCrash, Spec8_SigkillKeepsTxBusinessWriteAndMessageAtomic, "G1", "G5", "G6");
 TEST_P(TckCrash, Spec8_SigkillKeepsTxBusinessWriteAndMessageAtomic) {
   if (SkipUnlessCrashable()) return;
   if (SkipUnlessBusinessHooks()) return;
@@ -901,6 +904,7 @@ TEST_P(TckCrash, Spec8_SigkillKeepsTxBusinessWriteAndMessageAtomic) {
   c.KillMany(/*with_tx=*/true, /*runs=*/20);
 }
 
+MQLITE_TCK_GRADES(TckCrash, Spec8_SigkillInsideTxAfterBusinessWriteLeavesNeither, "G5", "G6");
 TEST_P(TckCrash, Spec8_SigkillInsideTxAfterBusinessWriteLeavesNeither) {
   if (SkipUnlessCrashable()) return;
   if (SkipUnlessBusinessHooks()) return;

@@ -488,6 +488,8 @@ void RunAndCheck(Engine& e, ManualClock& clock, const std::string& q, const Swee
 
 // With a high max_delivery_count nothing dead-letters: every acknowledged send
 // is completed exactly once, byte-exact, within the delivery bound.
+MQLITE_TCK_GRADES(TckIntegrity, Spec7_4_7_5_SweepCompletesEveryAcknowledgedSendExactlyOnce, "G1",
+                  "G2");
 TEST_P(TckIntegrity, Spec7_4_7_5_SweepCompletesEveryAcknowledgedSendExactlyOnce) {
   SweepConfig cfg;
   cfg.messages = 3000;
@@ -502,6 +504,8 @@ TEST_P(TckIntegrity, Spec7_4_7_5_SweepCompletesEveryAcknowledgedSendExactlyOnce)
 // With a small max_delivery_count many messages dead-letter: each after
 // exactly max deliveries, never completed, body intact; the rest are
 // completed exactly once.
+MQLITE_TCK_GRADES(TckIntegrity, Spec7_4_7_5_SweepDeadLettersAtExactlyMaxDeliveries, "G1", "G2",
+                  "G4");
 TEST_P(TckIntegrity, Spec7_4_7_5_SweepDeadLettersAtExactlyMaxDeliveries) {
   SweepConfig cfg;
   cfg.messages = 1500;

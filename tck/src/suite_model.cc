@@ -59,6 +59,8 @@ std::string RunSeed(const StoreProfile& profile, StoreFixture& data, uint64_t se
 }
 
 // SPEC §3–§7 as a whole: fixed seeds, so a failure reproduces.
+MQLITE_TCK_GRADES(TckModel, Spec12_FixedSeedsMatchTheReferenceModel, "G1", "G2", "G3", "G4", "G6",
+                  "G7");
 TEST_P(TckModel, Spec12_FixedSeedsMatchTheReferenceModel) {
   CloseEngine();  // the model opens its own engines on the data
   if (std::optional<uint64_t> pinned = PinnedSeed()) {
@@ -79,6 +81,8 @@ TEST_P(TckModel, Spec12_FixedSeedsMatchTheReferenceModel) {
 }
 
 // One fresh random seed per run, printed so it can be pinned.
+MQLITE_TCK_GRADES(TckModel, Spec12_RandomSeedMatchesTheReferenceModel, "G1", "G2", "G3", "G4", "G6",
+                  "G7");
 TEST_P(TckModel, Spec12_RandomSeedMatchesTheReferenceModel) {
   CloseEngine();
   uint64_t seed = PinnedSeed().value_or(std::random_device{}());

@@ -23,23 +23,16 @@ namespace {
 
 using namespace ::mqlite::tck::suite;  // NOLINT(build/namespaces)
 
-QueueConfig MaxDeliveries(int32_t n) {
-  QueueConfig c;
-  c.max_delivery_count = n;
-  return c;
-}
-
-bool Contains(const Status& s, std::string_view part) {
-  return s.message().find(part) != std::string_view::npos;
-}
-
 // ---- ReceiveDeferred of a message that can no longer be delivered (§7.4) ----
 
+MQLITE_TCK_GRADES(TckLifecycle,
+                  Spec7_4_ReceiveDeferredOfAnExhaustedMessageDeadLettersItAndFreesItsGroup, "G2",
+                  "G3", "G4");
 TEST_P(TckLifecycle, Spec7_4_ReceiveDeferredOfAnExhaustedMessageDeadLettersItAndFreesItsGroup) {
   // The reported repro: max_delivery_count 1, grouped a, b; Receive a; Defer a;
   // ReceiveDeferred(a) answered NotFound, a stayed deferred for ever and b
   // was never delivered.
-  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", MaxDeliveries(1)));
+  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", WithMaxDeliveries(1)));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t a, SendMsg(engine(), "jobs", "a", "g"));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t b, SendMsg(engine(), "jobs", "b", "g"));
   MQ_ASSERT_OK_AND_ASSIGN(Message got, ReceiveOne(engine(), "jobs"));
@@ -50,8 +43,8 @@ TEST_P(TckLifecycle, Spec7_4_ReceiveDeferredOfAnExhaustedMessageDeadLettersItAnd
   const int64_t seqs[] = {a};
   Result<std::vector<Message>> r = engine().ReceiveDeferred("jobs", seqs);
   MQ_ASSERT_CODE(r, kNotFound);
-  EXPECT_TRUE(Contains(r.error(), "seq " + std::to_string(a))) << r.error().ToString();
-  EXPECT_TRUE(Contains(r.error(), kReasonMaxDelivery)) << r.error().ToString();
+  EXPECT_TRUE(MessageHas(r.error(), "seq " + std::to_string(a)));
+  EXPECT_TRUE(MessageHas(r.error(), kReasonMaxDelivery));
 
   MQ_ASSERT_OK_AND_ASSIGN(Message dead, Find(engine(), "jobs", a));
   EXPECT_EQ(dead.state, MessageState::kDeadLettered);
@@ -65,8 +58,10 @@ TEST_P(TckLifecycle, Spec7_4_ReceiveDeferredOfAnExhaustedMessageDeadLettersItAnd
   EXPECT_EQ(moved, 1);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec7_4_ReceiveDeferredRetiringOneSeqLocksNoneOfTheOthers, "G2",
+                  "G4");
 TEST_P(TckLifecycle, Spec7_4_ReceiveDeferredRetiringOneSeqLocksNoneOfTheOthers) {
-  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", MaxDeliveries(2)));
+  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", WithMaxDeliveries(2)));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t a, SendBody(engine(), "jobs", "a"));
   MQ_ASSERT_OK_AND_ASSIGN(Message a1, ReceiveOne(engine(), "jobs"));
   MQ_ASSERT_OK(engine().Abandon("jobs", a, a1.lock_token));
@@ -91,6 +86,7 @@ TEST_P(TckLifecycle, Spec7_4_ReceiveDeferredRetiringOneSeqLocksNoneOfTheOthers) 
   EXPECT_EQ(got[0].delivery_count, 2);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec3_ReceiveDeferredOfATtlExpiredMessageExpiresIt, "G2", "G4");
 TEST_P(TckLifecycle, Spec3_ReceiveDeferredOfATtlExpiredMessageExpiresIt) {
   QueueConfig c;
   c.default_ttl_ms = 10'000;
@@ -103,7 +99,7 @@ TEST_P(TckLifecycle, Spec3_ReceiveDeferredOfATtlExpiredMessageExpiresIt) {
   const int64_t seqs[] = {a};
   Result<std::vector<Message>> r = engine().ReceiveDeferred("jobs", seqs);
   MQ_ASSERT_CODE(r, kNotFound);
-  EXPECT_TRUE(Contains(r.error(), kReasonTtlExpired)) << r.error().ToString();
+  EXPECT_TRUE(MessageHas(r.error(), kReasonTtlExpired));
   MQ_ASSERT_OK_AND_ASSIGN(Message dead, Find(engine(), "jobs", a));
   EXPECT_EQ(dead.state, MessageState::kDeadLettered);
   EXPECT_EQ(dead.dead_letter_reason, std::string(kReasonTtlExpired));
@@ -116,6 +112,7 @@ TEST_P(TckLifecycle, Spec3_ReceiveDeferredOfATtlExpiredMessageExpiresIt) {
 
 // ---- Stats.oldest_claimable_age_ms (§6) --------------------------------------
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_OldestClaimableCountsAScheduledMessageOnceItIsDue, "G3");
 TEST_P(TckLifecycle, Spec6_OldestClaimableCountsAScheduledMessageOnceItIsDue) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
   MQ_ASSERT_OK(SendMsg(engine(), "jobs", "later", std::nullopt, 0, /*delay_ms=*/1'000));
@@ -127,8 +124,10 @@ TEST_P(TckLifecycle, Spec6_OldestClaimableCountsAScheduledMessageOnceItIsDue) {
   EXPECT_EQ(got.size(), 1u) << "Receive claims it, so Stats must count it";
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_OldestClaimableCountsALapsedLeaseWithDeliveriesLeft, "G3",
+                  "G6");
 TEST_P(TckLifecycle, Spec6_OldestClaimableCountsALapsedLeaseWithDeliveriesLeft) {
-  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", MaxDeliveries(2)));
+  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", WithMaxDeliveries(2)));
   MQ_ASSERT_OK(SendBody(engine(), "jobs", "held"));
   MQ_ASSERT_OK(ReceiveOne(engine(), "jobs"));
   clock().Advance(kLock - 1);
@@ -137,8 +136,9 @@ TEST_P(TckLifecycle, Spec6_OldestClaimableCountsALapsedLeaseWithDeliveriesLeft) 
   EXPECT_EQ(StatsOk("jobs").oldest_claimable_age_ms, kLock + 1'000);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_OldestClaimableSkipsALapsedLeaseOutOfDeliveries, "G3", "G6");
 TEST_P(TckLifecycle, Spec6_OldestClaimableSkipsALapsedLeaseOutOfDeliveries) {
-  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", MaxDeliveries(1)));
+  MQ_ASSERT_OK(CreateQueue(engine(), "jobs", WithMaxDeliveries(1)));
   MQ_ASSERT_OK(SendBody(engine(), "jobs", "last try"));
   MQ_ASSERT_OK(ReceiveOne(engine(), "jobs"));
   clock().Advance(kLock + 1'000);
@@ -146,6 +146,8 @@ TEST_P(TckLifecycle, Spec6_OldestClaimableSkipsALapsedLeaseOutOfDeliveries) {
       << "a Receive dead-letters it instead of delivering it";
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_OldestClaimableSkipsTtlExpiredAndBlockedGroupMembers, "G3",
+                  "G4");
 TEST_P(TckLifecycle, Spec6_OldestClaimableSkipsTtlExpiredAndBlockedGroupMembers) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
   OutgoingMessage short_lived = Out("expires");
@@ -163,6 +165,8 @@ TEST_P(TckLifecycle, Spec6_OldestClaimableSkipsTtlExpiredAndBlockedGroupMembers)
   EXPECT_EQ(StatsOk("jobs").oldest_claimable_age_ms, 0);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_OldestClaimableIsByEnqueuedAtSoARedrivenMessageCountsAsOld,
+                  "G3", "G4");
 TEST_P(TckLifecycle, Spec6_OldestClaimableIsByEnqueuedAtSoARedrivenMessageCountsAsOld) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
   MQ_ASSERT_OK(SendBody(engine(), "jobs", "old"));  // enqueued kT0
@@ -182,6 +186,8 @@ TEST_P(TckLifecycle, Spec6_OldestClaimableIsByEnqueuedAtSoARedrivenMessageCounts
 
 // ---- Peek never hands out a lock token (§6) ----------------------------------
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_PeekNeverReturnsALockTokenSoAnInspectorCannotSettle, "G2",
+                  "G3");
 TEST_P(TckLifecycle, Spec6_PeekNeverReturnsALockTokenSoAnInspectorCannotSettle) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
   MQ_ASSERT_OK(SendBody(engine(), "jobs", "mine"));
@@ -203,6 +209,8 @@ TEST_P(TckLifecycle, Spec6_PeekNeverReturnsALockTokenSoAnInspectorCannotSettle) 
 
 // ---- CreateQueue is create-if-absent; UpdateQueue replaces (§2) ---------------
 
+MQLITE_TCK_GRADES(TckLifecycle,
+                  Spec2_CreateQueueOnAnExistingQueueChangesNothingAndReturnsTheStoredConfig, "G6");
 TEST_P(TckLifecycle, Spec2_CreateQueueOnAnExistingQueueChangesNothingAndReturnsTheStoredConfig) {
   QueueConfig tuned{.name = "jobs", .lock_duration_ms = 5'000, .max_delivery_count = 3};
   MQ_ASSERT_OK(engine().CreateQueue(tuned));
@@ -215,6 +223,7 @@ TEST_P(TckLifecycle, Spec2_CreateQueueOnAnExistingQueueChangesNothingAndReturnsT
   MQ_EXPECT_CODE(engine().CreateQueue({.name = "jobs", .lock_duration_ms = 1}), kInvalidArgument);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec2_UpdateQueueReplacesTheConfigAndKeepsTheMessages, "G6");
 TEST_P(TckLifecycle, Spec2_UpdateQueueReplacesTheConfigAndKeepsTheMessages) {
   MQ_ASSERT_OK(engine().CreateQueue({.name = "jobs", .lock_duration_ms = 5'000}));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t seq, SendBody(engine(), "jobs", "kept"));
@@ -235,6 +244,7 @@ TEST_P(TckLifecycle, Spec2_UpdateQueueReplacesTheConfigAndKeepsTheMessages) {
 
 // ---- Operator paths: dead-letter or delete one message by seq (§6) ------------
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_DeadLetterMessageWorksInEveryLiveState, "G2", "G4");
 TEST_P(TckLifecycle, Spec6_DeadLetterMessageWorksInEveryLiveState) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t locked, SendBody(engine(), "jobs", "locked"));
@@ -276,6 +286,8 @@ TEST_P(TckLifecycle, Spec6_DeadLetterMessageWorksInEveryLiveState) {
   EXPECT_EQ(moved, 2);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_DeadLetterMessageOfAGroupHeadPromotesTheNextMember, "G3",
+                  "G4");
 TEST_P(TckLifecycle, Spec6_DeadLetterMessageOfAGroupHeadPromotesTheNextMember) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs", WithOrdering(Ordering::kGroupFifo)));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t a, SendMsg(engine(), "jobs", "a", "g"));
@@ -296,6 +308,8 @@ TEST_P(TckLifecycle, Spec6_DeadLetterMessageOfAGroupHeadPromotesTheNextMember) {
   EXPECT_EQ(after.seq, e);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_DeleteMessageInAnyStateKeepsGroupsAndDeadLetterTotals, "G2",
+                  "G3", "G4", "G7");
 TEST_P(TckLifecycle, Spec6_DeleteMessageInAnyStateKeepsGroupsAndDeadLetterTotals) {
   QueueConfig c = WithOrdering(Ordering::kGroupFifo);
   c.dlq_max_count = 1;  // retention counts dead letters: a delete must be counted out
@@ -326,6 +340,7 @@ TEST_P(TckLifecycle, Spec6_DeleteMessageInAnyStateKeepsGroupsAndDeadLetterTotals
   EXPECT_EQ(kept.state, MessageState::kDeadLettered);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec2_OperatorPathsNeverReachAnotherQueue, "G4");
 TEST_P(TckLifecycle, Spec2_OperatorPathsNeverReachAnotherQueue) {
   MQ_ASSERT_OK(CreateQueue(engine(), "a"));
   MQ_ASSERT_OK(CreateQueue(engine(), "b"));

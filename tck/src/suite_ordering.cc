@@ -19,6 +19,7 @@ namespace {
 
 using namespace ::mqlite::tck::suite;  // NOLINT(build/namespaces)
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_SameGroupIsHeadOfLineUngroupedAreFree, "G2", "G3");
 TEST_P(TckOrdering, Spec5_SameGroupIsHeadOfLineUngroupedAreFree) {
   // SPEC §5
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -40,6 +41,8 @@ TEST_P(TckOrdering, Spec5_SameGroupIsHeadOfLineUngroupedAreFree) {
   EXPECT_EQ(next.body, "g2");
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_Spec4_GroupFifoWithoutGroupIdIsGroupRequiredAndWritesNothing,
+                  "G1", "G3");
 TEST_P(TckOrdering, Spec5_Spec4_GroupFifoWithoutGroupIdIsGroupRequiredAndWritesNothing) {
   // SPEC §5, §4
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -61,6 +64,7 @@ TEST_P(TckOrdering, Spec5_Spec4_GroupFifoWithoutGroupIdIsGroupRequiredAndWritesN
   EXPECT_EQ(Total(engine(), "gf"), 1);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_GroupFifoDeliversEachGroupInSeqOrder, "G2", "G3");
 TEST_P(TckOrdering, Spec5_GroupFifoDeliversEachGroupInSeqOrder) {
   // SPEC §5
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -77,6 +81,8 @@ TEST_P(TckOrdering, Spec5_GroupFifoDeliversEachGroupInSeqOrder) {
   EXPECT_EQ(Seqs(second), (std::vector<int64_t>{a2, b2}));
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_StrictFifoAllowsOneMessageInFlightForTheWholeQueue, "G2",
+                  "G3");
 TEST_P(TckOrdering, Spec5_StrictFifoAllowsOneMessageInFlightForTheWholeQueue) {
   // SPEC §5
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -100,6 +106,8 @@ TEST_P(TckOrdering, Spec5_StrictFifoAllowsOneMessageInFlightForTheWholeQueue) {
   EXPECT_EQ(Seqs(got3), (std::vector<int64_t>{s3}));
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_Spec6_HeadOfLineSurvivesLeaseExpiryWithoutMaintenance, "G2",
+                  "G3", "G6");
 TEST_P(TckOrdering, Spec5_Spec6_HeadOfLineSurvivesLeaseExpiryWithoutMaintenance) {
   // SPEC §5, §6: an expired lease still blocks the group; the head comes back
   // first.
@@ -126,6 +134,8 @@ TEST_P(TckOrdering, Spec5_Spec6_HeadOfLineSurvivesLeaseExpiryWithoutMaintenance)
   EXPECT_EQ(next.seq, g2);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_HeadOfLineHoldsWhileExpiredLeaseNotYetReclaimed, "G2", "G3",
+                  "G6");
 TEST_P(TckOrdering, Spec5_HeadOfLineHoldsWhileExpiredLeaseNotYetReclaimed) {
   // SPEC §5: "locked (whether or not its lease has expired)" blocks the group;
   // the expired head is re-delivered before any later member, even at the
@@ -141,6 +151,7 @@ TEST_P(TckOrdering, Spec5_HeadOfLineHoldsWhileExpiredLeaseNotYetReclaimed) {
   EXPECT_EQ(Seqs(again), (std::vector<int64_t>{g1}));
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_AbandonWithDelayBlocksTheGroupUntilDue, "G2", "G3");
 TEST_P(TckOrdering, Spec5_AbandonWithDelayBlocksTheGroupUntilDue) {
   // SPEC §5, §3
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -165,6 +176,8 @@ TEST_P(TckOrdering, Spec5_AbandonWithDelayBlocksTheGroupUntilDue) {
   EXPECT_EQ(next.seq, g2);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_DeferredHeadBlocksGroupUntilReceivedDeferredAndCompleted, "G2",
+                  "G3", "G4");
 TEST_P(TckOrdering, Spec5_DeferredHeadBlocksGroupUntilReceivedDeferredAndCompleted) {
   // SPEC §5, §6
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -194,6 +207,7 @@ TEST_P(TckOrdering, Spec5_DeferredHeadBlocksGroupUntilReceivedDeferredAndComplet
   EXPECT_EQ(next.seq, g2);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_RejectOfHeadUnblocksNextMember, "G2", "G3");
 TEST_P(TckOrdering, Spec5_RejectOfHeadUnblocksNextMember) {
   // SPEC §5, §6
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -209,6 +223,7 @@ TEST_P(TckOrdering, Spec5_RejectOfHeadUnblocksNextMember) {
   EXPECT_EQ(next.seq, g2);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_Spec4_CancelOfScheduledHeadUnblocksGroup, "G2", "G3");
 TEST_P(TckOrdering, Spec5_Spec4_CancelOfScheduledHeadUnblocksGroup) {
   // SPEC §5, §4
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -223,6 +238,7 @@ TEST_P(TckOrdering, Spec5_Spec4_CancelOfScheduledHeadUnblocksGroup) {
   EXPECT_EQ(Seqs(got), (std::vector<int64_t>{g2}));
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_PriorityOrdersHeadsAndUngroupedButNotWithinAGroup, "G2", "G3");
 TEST_P(TckOrdering, Spec5_PriorityOrdersHeadsAndUngroupedButNotWithinAGroup) {
   // SPEC §5, §3
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -250,6 +266,7 @@ TEST_P(TckOrdering, Spec5_PriorityOrdersHeadsAndUngroupedButNotWithinAGroup) {
   EXPECT_EQ(last.seq, g2);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_PriorityOrderWithinOneBatch, "G2", "G3");
 TEST_P(TckOrdering, Spec5_PriorityOrderWithinOneBatch) {
   // SPEC §5: one claim takes the eligible messages in priority-then-seq order.
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -266,6 +283,7 @@ TEST_P(TckOrdering, Spec5_PriorityOrderWithinOneBatch) {
   EXPECT_EQ(rest.seq, a);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_PeekLockBatchTakesAtMostOnePerGroup, "G2", "G3");
 TEST_P(TckOrdering, Spec5_PeekLockBatchTakesAtMostOnePerGroup) {
   // SPEC §5
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -284,6 +302,7 @@ TEST_P(TckOrdering, Spec5_PeekLockBatchTakesAtMostOnePerGroup) {
   EXPECT_EQ(st.active, 3);
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_ReceiveAndDeleteBatchTakesAtMostOnePerGroup, "G2", "G3");
 TEST_P(TckOrdering, Spec5_ReceiveAndDeleteBatchTakesAtMostOnePerGroup) {
   // SPEC §5
   MQ_ASSERT_OK(CreateQueue(engine(), "std"));
@@ -306,6 +325,7 @@ TEST_P(TckOrdering, Spec5_ReceiveAndDeleteBatchTakesAtMostOnePerGroup) {
   EXPECT_TRUE(none.empty());
 }
 
+MQLITE_TCK_GRADES(TckOrdering, Spec5_Spec11_ClaimSkipsLargeBlockedGroupInFront, "G2", "G3");
 TEST_P(TckOrdering, Spec5_Spec11_ClaimSkipsLargeBlockedGroupInFront) {
   // SPEC §5, §11: 2,000 members of G behind a locked head, then one
   // ungrouped message: the claim returns exactly the ungrouped one.

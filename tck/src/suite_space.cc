@@ -15,6 +15,7 @@ namespace {
 
 // SPEC §6, G7: after a large backlog is drained and maintenance has run, the
 // data set shrinks back to well under half of its peak.
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_G7_SpaceIsReclaimedAfterDrainAndMaintenance, "G7");
 TEST_P(TckLifecycle, Spec6_G7_SpaceIsReclaimedAfterDrainAndMaintenance) {
   CloseEngine();
   if (!fixture().StorageBytes()) {
@@ -55,6 +56,7 @@ TEST_P(TckLifecycle, Spec6_G7_SpaceIsReclaimedAfterDrainAndMaintenance) {
 }
 
 // SPEC §11: the store's own performance pins, declared by its profile.
+MQLITE_TCK_GRADES(TckLifecycle, Spec11_PerformancePinsHold, "PIN", "G3");
 TEST_P(TckLifecycle, Spec11_PerformancePinsHold) {
   if (profile().pins.empty()) {
     GTEST_SKIP() << "capability: the profile declares no performance pins";

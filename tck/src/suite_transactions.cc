@@ -59,6 +59,7 @@ CallOptions StopOnRequest(std::stop_source& src) {
 
 // ---- the native handle (SPEC §8) -----------------------------------------------------
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_NativeHandleMatchesTheCapabilities, "G5");
 TEST_P(TckTransactions, Spec8_NativeHandleMatchesTheCapabilities) {
   const StoreCapabilities caps = engine().capabilities();
   std::string type = "<not run>";
@@ -80,6 +81,7 @@ TEST_P(TckTransactions, Spec8_NativeHandleMatchesTheCapabilities) {
   }
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_BusinessWriteIsReadBackInALaterTx, "G5");
 TEST_P(TckTransactions, Spec8_BusinessWriteIsReadBackInALaterTx) {
   if (SkipUnlessBusinessHooks()) return;
   const BusinessHooks& b = *profile().business;
@@ -98,6 +100,7 @@ TEST_P(TckTransactions, Spec8_BusinessWriteIsReadBackInALaterTx) {
 
 // ---- commit together (SPEC §8: the outbox) -------------------------------------------
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_OkCommitsBusinessWriteAndMessageTogether, "G5");
 TEST_P(TckTransactions, Spec8_OkCommitsBusinessWriteAndMessageTogether) {
   if (SkipUnlessBusinessHooks()) return;
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -117,6 +120,7 @@ TEST_P(TckTransactions, Spec8_OkCommitsBusinessWriteAndMessageTogether) {
   EXPECT_EQ(m.body, "order-1 placed");
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ReceiveSeesAMessageSentInACommittedTx, "G2", "G5");
 TEST_P(TckTransactions, Spec8_ReceiveSeesAMessageSentInACommittedTx) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   std::vector<int64_t> seqs;
@@ -134,6 +138,7 @@ TEST_P(TckTransactions, Spec8_ReceiveSeesAMessageSentInACommittedTx) {
 
 // ---- roll back together (SPEC §8) -----------------------------------------------------
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ErrorFromCallbackRollsBackQueueOperations, "G5");
 TEST_P(TckTransactions, Spec8_ErrorFromCallbackRollsBackQueueOperations) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   Status s = engine().Tx([&](TxContext& tx) -> Status {
@@ -146,6 +151,7 @@ TEST_P(TckTransactions, Spec8_ErrorFromCallbackRollsBackQueueOperations) {
   EXPECT_TRUE(none.empty());
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ErrorFromCallbackRollsBackBusinessWriteAndMessage, "G5");
 TEST_P(TckTransactions, Spec8_ErrorFromCallbackRollsBackBusinessWriteAndMessage) {
   if (SkipUnlessBusinessHooks()) return;
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -164,6 +170,7 @@ TEST_P(TckTransactions, Spec8_ErrorFromCallbackRollsBackBusinessWriteAndMessage)
   EXPECT_TRUE(none.empty());
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ExceptionRollsBackQueueOperationsAndPropagates, "G5");
 TEST_P(TckTransactions, Spec8_ExceptionRollsBackQueueOperationsAndPropagates) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   EXPECT_THROW(
@@ -180,6 +187,8 @@ TEST_P(TckTransactions, Spec8_ExceptionRollsBackQueueOperationsAndPropagates) {
   EXPECT_EQ(Total(engine(), "b"), 1);
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ExceptionRollsBackBusinessWriteAndMessageAndPropagates,
+                  "G5");
 TEST_P(TckTransactions, Spec8_ExceptionRollsBackBusinessWriteAndMessageAndPropagates) {
   if (SkipUnlessBusinessHooks()) return;
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -204,6 +213,7 @@ TEST_P(TckTransactions, Spec8_ExceptionRollsBackBusinessWriteAndMessageAndPropag
 
 // ---- consume-transform-produce (SPEC §8: exactly-once within one store) ------------------
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ConsumeTransformProduceCommitsAll, "G5");
 TEST_P(TckTransactions, Spec8_ConsumeTransformProduceCommitsAll) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   MQ_ASSERT_OK(SendBody(engine(), "a", "input"));
@@ -221,6 +231,7 @@ TEST_P(TckTransactions, Spec8_ConsumeTransformProduceCommitsAll) {
   MQ_EXPECT_OK(engine().Complete("a", in.seq, in.lock_token));
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ConsumeTransformProduceWithBusinessWriteCommitsAll, "G5");
 TEST_P(TckTransactions, Spec8_ConsumeTransformProduceWithBusinessWriteCommitsAll) {
   if (SkipUnlessBusinessHooks()) return;
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -244,6 +255,7 @@ TEST_P(TckTransactions, Spec8_ConsumeTransformProduceWithBusinessWriteCommitsAll
   MQ_EXPECT_OK(engine().Complete("a", in.seq, in.lock_token));
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_ConsumeTransformProduceWithErrorRollsBackAll, "G5");
 TEST_P(TckTransactions, Spec8_ConsumeTransformProduceWithErrorRollsBackAll) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   MQ_ASSERT_OK(SendBody(engine(), "a", "input"));
@@ -265,6 +277,8 @@ TEST_P(TckTransactions, Spec8_ConsumeTransformProduceWithErrorRollsBackAll) {
   EXPECT_EQ(Total(engine(), "a"), 0);
 }
 
+MQLITE_TCK_GRADES(TckTransactions,
+                  Spec8_ConsumeTransformProduceWithBusinessWriteAndErrorRollsBackAll, "G5");
 TEST_P(TckTransactions, Spec8_ConsumeTransformProduceWithBusinessWriteAndErrorRollsBackAll) {
   if (SkipUnlessBusinessHooks()) return;
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -292,6 +306,7 @@ TEST_P(TckTransactions, Spec8_ConsumeTransformProduceWithBusinessWriteAndErrorRo
   EXPECT_EQ(Total(engine(), "a"), 0);
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_AbandonRejectDeferInsideTxCommit, "G5");
 TEST_P(TckTransactions, Spec8_AbandonRejectDeferInsideTxCommit) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   MQ_ASSERT_OK_AND_ASSIGN(int64_t s1, SendBody(engine(), "a", "1"));
@@ -326,6 +341,7 @@ TEST_P(TckTransactions, Spec8_AbandonRejectDeferInsideTxCommit) {
 
 // ---- misuse (SPEC §8) ---------------------------------------------------------------------
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_NestedTxIsInvalidArgument, "G5");
 TEST_P(TckTransactions, Spec8_NestedTxIsInvalidArgument) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   Status inner = Status::OK();
@@ -342,6 +358,7 @@ TEST_P(TckTransactions, Spec8_NestedTxIsInvalidArgument) {
   EXPECT_EQ(Total(engine(), "a"), 1);
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_EngineMethodsInsideTheCallbackAreInvalidArgument, "G5");
 TEST_P(TckTransactions, Spec8_EngineMethodsInsideTheCallbackAreInvalidArgument) {
   // Use the TxContext, not the engine, inside the callback.
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -371,6 +388,7 @@ TEST_P(TckTransactions, Spec8_EngineMethodsInsideTheCallbackAreInvalidArgument) 
   MQ_EXPECT_OK(engine().Complete("a", locked.seq, locked.lock_token));
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_Spec9_TxContextFromAnotherThreadIsInvalidArgument, "G5");
 TEST_P(TckTransactions, Spec8_Spec9_TxContextFromAnotherThreadIsInvalidArgument) {
   // A TxContext is valid only on the callback's thread.
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -389,6 +407,7 @@ TEST_P(TckTransactions, Spec8_Spec9_TxContextFromAnotherThreadIsInvalidArgument)
   EXPECT_EQ(Total(engine(), "a"), 0);
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec8_TxContextUsedAfterTheCallbackIsInvalidArgument, "G5");
 TEST_P(TckTransactions, Spec8_TxContextUsedAfterTheCallbackIsInvalidArgument) {
   // "using the handle after fn returns" is refused: TxContext calls after the
   // callback return InvalidArgument, and the native handle is gone.
@@ -406,6 +425,7 @@ TEST_P(TckTransactions, Spec8_TxContextUsedAfterTheCallbackIsInvalidArgument) {
 
 // ---- cancellation inside a Tx (SPEC §10, §8) ------------------------------------------------
 
+MQLITE_TCK_GRADES(TckTransactions, Spec10_Spec8_StopDuringTxRefusesNextOperationAndRollsBack, "G5");
 TEST_P(TckTransactions, Spec10_Spec8_StopDuringTxRefusesNextOperationAndRollsBack) {
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
   std::stop_source src;
@@ -426,6 +446,7 @@ TEST_P(TckTransactions, Spec10_Spec8_StopDuringTxRefusesNextOperationAndRollsBac
   EXPECT_EQ(Total(engine(), "a"), 0);
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec10_Spec8_StopDuringTxRollsBackTheBusinessWrite, "G5");
 TEST_P(TckTransactions, Spec10_Spec8_StopDuringTxRollsBackTheBusinessWrite) {
   if (SkipUnlessBusinessHooks()) return;
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));
@@ -454,6 +475,7 @@ TEST_P(TckTransactions, Spec10_Spec8_StopDuringTxRollsBackTheBusinessWrite) {
   EXPECT_FALSE(row.has_value());
 }
 
+MQLITE_TCK_GRADES(TckTransactions, Spec10_Spec8_StopDuringTxRefusesSettleInside, "G2", "G5");
 TEST_P(TckTransactions, Spec10_Spec8_StopDuringTxRefusesSettleInside) {
   // A settle after the stop is refused; the lease is untouched.
   ASSERT_NO_FATAL_FAILURE(MakeQueues(engine()));

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -63,18 +64,62 @@ template <typename T>
   return HasCode(r.status(), want);
 }
 
-#define MQ_ASSERT_OK(expr) ASSERT_TRUE(::mqlite::tck::suite::IsOk((expr)))
-#define MQ_EXPECT_OK(expr) EXPECT_TRUE(::mqlite::tck::suite::IsOk((expr)))
-#define MQ_EXPECT_CODE(expr, code) \
-  EXPECT_TRUE(::mqlite::tck::suite::HasCode((expr), ::mqlite::StatusCode::code))
-#define MQ_ASSERT_CODE(expr, code) \
-  ASSERT_TRUE(::mqlite::tck::suite::HasCode((expr), ::mqlite::StatusCode::code))
+// The Status's message contains `part` (SPEC §10: an error names what it is
+// about); a failure prints the whole Status.
+inline ::testing::AssertionResult MessageHas(const Status& s, std::string_view part) {
+  if (s.message().find(part) != std::string_view::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "the message of " << s.ToString() << " does not contain '" << part << "'";
+}
 
+// Predicate-formatters behind the MQ_* macros: a failure names the checked
+// expression as written in the test and the Status it returned,
+//
+//   Expression: engine().Complete("jobs", m.seq, wrong)
+//     Expected: LockLost
+//          Got: OK
+//
+// `text` is the macro's #expr (the formatter's own argument texts are
+// ignored: for MQ_ASSERT_OK_AND_ASSIGN they would name a temporary).
+inline ::testing::AssertionResult OkFormat(const char*, const char*, const char* text,
+                                           const Status& s) {
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "Expression: " << text << "\n  Expected: OK"
+                                       << "\n       Got: " << s.ToString();
+}
+template <typename T>
+::testing::AssertionResult OkFormat(const char* a, const char* b, const char* text,
+                                    const Result<T>& r) {
+  return OkFormat(a, b, text, r.status());
+}
+inline ::testing::AssertionResult CodeFormat(const char*, const char*, const char*,
+                                             const char* text, const Status& s, StatusCode want) {
+  if (s.code() == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "Expression: " << text << "\n  Expected: " << StatusCodeName(want)
+         << "\n       Got: " << s.ToString();
+}
+template <typename T>
+::testing::AssertionResult CodeFormat(const char* a, const char* b, const char* c, const char* text,
+                                      const Result<T>& r, StatusCode want) {
+  return CodeFormat(a, b, c, text, r.status(), want);
+}
+
+// `expr` is a Status or a Result<T>; `code` a StatusCode enumerator (kLockLost).
+// Each may be followed by `<< "context"` like any gtest assertion.
+#define MQ_ASSERT_OK(expr) ASSERT_PRED_FORMAT2(::mqlite::tck::suite::OkFormat, #expr, (expr))
+#define MQ_EXPECT_OK(expr) EXPECT_PRED_FORMAT2(::mqlite::tck::suite::OkFormat, #expr, (expr))
+#define MQ_EXPECT_CODE(expr, code) \
+  EXPECT_PRED_FORMAT3(::mqlite::tck::suite::CodeFormat, #expr, (expr), ::mqlite::StatusCode::code)
+#define MQ_ASSERT_CODE(expr, code) \
+  ASSERT_PRED_FORMAT3(::mqlite::tck::suite::CodeFormat, #expr, (expr), ::mqlite::StatusCode::code)
+
+// `lhs = value of expr`, or a fatal failure naming `expr` and its Status.
 #define MQ_ASSERT_OK_AND_ASSIGN(lhs, expr) \
-  MQ_ASSERT_OK_AND_ASSIGN_IMPL_(MQLITE_CONCAT_(mq_result_, __LINE__), lhs, expr)
-#define MQ_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                                  \
-  ASSERT_TRUE(::mqlite::tck::suite::IsOk(tmp));       \
+  MQ_ASSERT_OK_AND_ASSIGN_IMPL_(MQLITE_CONCAT_(mq_result_, __LINE__), lhs, expr, #expr)
+#define MQ_ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr, text)       \
+  auto tmp = (expr);                                              \
+  ASSERT_PRED_FORMAT2(::mqlite::tck::suite::OkFormat, text, tmp); \
   lhs = std::move(tmp).value()
 
 inline std::string StatsString(const QueueStats& s) {
@@ -145,10 +190,18 @@ inline QueueConfig WithLock(int64_t lock_duration_ms) {
   c.lock_duration_ms = lock_duration_ms;
   return c;
 }
+inline QueueConfig WithMaxDeliveries(int32_t max_delivery_count) {
+  QueueConfig c;
+  c.max_delivery_count = max_delivery_count;
+  return c;
+}
 
-inline OutgoingMessage Out(std::string body) {
+// A message with `body` and, optionally, a message id (SPEC §4 dedup key).
+inline OutgoingMessage Out(std::string body,
+                           std::optional<std::string> message_id = std::nullopt) {
   OutgoingMessage m;
   m.body = std::move(body);
+  m.message_id = std::move(message_id);
   return m;
 }
 
@@ -199,6 +252,31 @@ inline Result<Message> ReceiveOne(Engine& e, std::string_view queue,
     return Status::NotFound("ReceiveOne got " + std::to_string(got->size()) + " messages");
   }
   return std::move((*got)[0]);
+}
+
+// Sends `body` to `queue`, receives it (Peek-Lock) and returns the locked
+// message; Internal if Receive hands out another seq than the one sent.
+inline Result<Message> SendAndReceive(Engine& e, std::string body,
+                                      std::string_view queue = "jobs") {
+  Result<int64_t> seq = SendBody(e, queue, std::move(body));
+  if (!seq.has_value()) return seq.status();
+  Result<Message> m = ReceiveOne(e, queue);
+  if (m.has_value() && m->seq != *seq) {
+    return Status::Internal("received seq " + std::to_string(m->seq) + ", sent " +
+                            std::to_string(*seq));
+  }
+  return m;
+}
+
+// Dead-letters one fresh message of `queue` with Reject (reason "Test",
+// description "made by the test"); returns its seq.
+inline Result<int64_t> MakeDeadLetter(Engine& e, std::string body,
+                                      std::string_view queue = "jobs") {
+  Result<Message> m = SendAndReceive(e, std::move(body), queue);
+  if (!m.has_value()) return m.status();
+  Status s = e.Reject(queue, m->seq, m->lock_token, "Test", "made by the test");
+  if (!s.ok()) return s;
+  return m->seq;
 }
 
 inline Result<std::vector<Message>> ReceiveAttempt(Engine& e, std::string_view queue, int max,
@@ -307,6 +385,19 @@ std::string RandomBody(Rng& next, size_t max_len = 4096) {
 // Turns a hang into a failure in the multi-threaded suites; far above what a
 // run needs, even under ASan or TSan. Not a performance budget.
 inline constexpr auto kHangBound = std::chrono::seconds(120);
+
+// Yields until `done()` holds or `bound` has passed; returns done(). For the
+// hand-offs between threads (a worker has started, a waiter is parked); the
+// caller asserts the result, so a hang is a failure, not a stuck test.
+template <typename Done>
+bool SpinUntil(Done done, std::chrono::steady_clock::duration bound = kHangBound) {
+  const auto give_up = std::chrono::steady_clock::now() + bound;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= give_up) return done();
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 // Thread-safe collection of failures seen on worker threads, reported on the
 // main thread (the first 20 kept, all counted).

@@ -58,12 +58,20 @@ struct EngineOptions {
   int64_t maintenance_interval_ms = 1'000;
   // Messages one maintenance step may touch per queue per pass.
   int64_t maintenance_batch = 1'000;
+  // A long-poll Receive re-checks its queue at this interval, so messages
+  // that become claimable by time alone (a due schedule, a lapsed lease) are
+  // seen. Commits wake it at once: this engine's own always; other engines'
+  // and processes' when the store has a change feed
+  // (StoreCapabilities::change_feed); without one they are seen at the next
+  // re-check (spec.md §5, §9).
+  int64_t poll_interval_ms = 250;
   // Engine-wide default for QueueConfig::max_message_bytes (SPEC §2).
   int64_t max_message_bytes = 1 << 20;
   // Largest batch accepted by SendBatch.
   int max_send_batch = 1'000;
   // Ranges (Open refuses anything else with InvalidArgument naming the
-  // field): maintenance_interval_ms 1 ms – 1 day; maintenance_batch 1 – 10^6;
+  // field): maintenance_interval_ms and poll_interval_ms 1 ms – 1 day;
+  // maintenance_batch 1 – 10^6;
   // max_send_batch 1 – 100,000; dlq_max_age_ms ≤ 100 years;
   // receipt_retention_ms and attempt_retention_ms 1 ms – 365 days;
   // group_commit_max 1 – 4,096.

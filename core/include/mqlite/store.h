@@ -49,6 +49,7 @@
 #include <string>
 #include <string_view>
 #include <stop_token>
+#include <utility>
 #include <vector>
 
 #include "mqlite/status.h"
@@ -76,6 +77,9 @@ struct StoreCapabilities {
   // turns a store that runs bodies concurrently into a one-connection
   // writer. 1 for a store with a single writer (SQLite, LMDB, memory).
   int write_concurrency = 1;
+  // Store::Subscribe is implemented: a long-poll wakes when any engine or
+  // process sharing the data commits a change to its queue (spec.md §9).
+  bool change_feed = false;
 };
 
 // A queue as the store holds it: the engine-resolved config plus the store's
@@ -421,6 +425,18 @@ struct RunOptions {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
+// Called by a store's change feed with the id of a queue whose messages a
+// committed write transaction may have changed (spec.md §9). See
+// Store::Subscribe.
+using ChangeCallback = std::function<void(int64_t queue_id)>;
+
+// A live subscription to a change feed: destroying it stops the callbacks,
+// waiting for one in progress to return.
+class ChangeSubscription {
+ public:
+  virtual ~ChangeSubscription() = default;
+};
+
 class Store {
  public:
   Store() = default;
@@ -438,6 +454,21 @@ class Store {
   // be known (connection lost after COMMIT was sent) is OutcomeUnknown.
   virtual Status Run(TxnKind kind, const RunOptions& options,
                      const std::function<Status(StoreTxn&)>& body) = 0;
+
+  // Optional change feed (StoreCapabilities::change_feed; spec.md §9): after
+  // a write transaction commits — through this Store object or, on a shared
+  // store, any other engine or process using the same data — calls
+  // on_change(queue_id) for every queue whose messages or config it may have
+  // changed. At least once per such commit and queue; spurious calls (a queue
+  // that did not change, a transaction that rolled back) are allowed, missed
+  // ones are not. Called on any thread and never while the caller of Run
+  // could be blocked on it; on_change must be quick and must not call into
+  // the store. Default: Unimplemented (the engine then re-checks long-polls
+  // every EngineOptions::poll_interval_ms).
+  virtual Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) {
+    (void)on_change;
+    return Status::Unimplemented("this store has no change feed");
+  }
 };
 
 // Forwards every call to a target, so tests can inject faults by overriding
@@ -547,6 +578,9 @@ class StoreWrapper : public Store {
   Store* target() const { return target_.get(); }
 
   StoreCapabilities Capabilities() const override { return target_->Capabilities(); }
+  Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) override {
+    return target_->Subscribe(std::move(on_change));
+  }
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
     return target_->Run(kind, options, [&](StoreTxn& inner) {

@@ -26,6 +26,7 @@
 #define MQLITE_STORES_MEMORY_SRC_LAYOUT_H_
 
 #include <array>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,7 +37,9 @@
 #include <tuple>
 #include <utility>
 
+#include "mqlite/change_feed.h"
 #include "mqlite/store.h"
+#include "mqlite/store_util.h"
 #include "mqlite/types.h"
 
 namespace mqlite::memory_internal {
@@ -55,18 +58,15 @@ struct Payload {
   std::map<std::string, std::string> properties;
 };
 
-struct Row {
+// A message: the facts the queue rules read (state, delivery_count,
+// expires_at, locked_until, token; mqlite/store_util.h) and the rest.
+struct Row : RowFacts {
   int64_t queue_id = 0;
-  MessageState state = MessageState::kActive;
   bool is_head = false;
   int priority = 0;
   std::optional<std::string> group_key;
   int64_t enqueued_at = 0;
   int64_t visible_at = 0;
-  int64_t expires_at = 0;
-  int32_t delivery_count = 0;
-  int64_t locked_until = 0;
-  LockToken token;
   int64_t dead_lettered_at = 0;
   std::optional<std::string> dead_letter_reason;
   std::optional<std::string> dead_letter_description;
@@ -140,10 +140,19 @@ namespace mqlite {
 
 class MemoryDatabase {
  public:
-  std::mutex mu;      // guards `open`
-  bool open = false;  // a Store on this database exists
-  // Accessed only by the open store, under its reader/writer discipline.
+  // Who has the database open: one exclusive store, or any number of shared
+  // ones (MemoryStoreOptions::shared). Guarded by mu.
+  std::mutex mu;
+  bool exclusive_open = false;
+  int shared_open = 0;
+  // One writer or many readers across every store open on the database
+  // (spec.md §10: the wait gives up promptly when the caller cancels).
+  RunGate gate;
+  // Accessed only under the gate above.
   memory_internal::Data data;
+  // Every store open on the database publishes its commits here (spec.md §9
+  // change feed), so an engine's long-poll wakes on another engine's send.
+  std::shared_ptr<ChangeHub> feed = ChangeHub::Create();
 };
 
 }  // namespace mqlite

@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "layout.h"
+#include "mqlite/change_feed.h"
 #include "mqlite/engine.h"
 #include "mqlite/memory.h"
+#include "mqlite/store_util.h"
 #include "undo_log.h"
 
 namespace mqlite {
@@ -29,13 +31,7 @@ constexpr char kHandleType[] = "mqlite::MemoryTxn";
 std::shared_ptr<MemoryDatabase> NewMemoryDatabase() { return std::make_shared<MemoryDatabase>(); }
 
 Result<MemoryTxn*> MemoryHandle(TxContext& tx) {
-  if (tx.native_handle_type() != kHandleType) {
-    return Status::InvalidArgument("MemoryHandle: this Tx runs on a '" + tx.native_handle_type() +
-                                   "' store, not the memory store");
-  }
-  void* h = tx.native_handle();
-  if (!h) return Status::InvalidArgument("MemoryHandle: the Tx callback has returned");
-  return static_cast<MemoryTxn*>(h);
+  return NativeHandleAs<MemoryTxn>(tx, kHandleType, "MemoryHandle");
 }
 
 namespace memory_internal {
@@ -45,8 +41,6 @@ constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
 int S(MessageState s) { return static_cast<int>(s); }
-
-bool Expired(const Row& r, int64_t now) { return r.expires_at > 0 && r.expires_at <= now; }
 
 // Index keys of a row; nullopt = not in that index.
 std::optional<Key3> ClaimKey(int64_t seq, const Row& r) {
@@ -111,8 +105,6 @@ Message ToMessage(int64_t seq, const Row& r, const std::string& queue_name) {
   return m;
 }
 
-std::string SeqText(int64_t seq) { return "seq " + std::to_string(seq); }
-
 class MemTxn;
 
 // The native handle (SPEC §8). One per store, bound to the running write
@@ -156,12 +148,7 @@ class MemTxn final : public StoreTxn {
     if (name != d_->queue_names.end()) {
       const int64_t id = name->second;
       QueueData q = d_->queues.at(id);
-      if (q.config.ordering != cfg.ordering && q.total() > 0) {
-        return Status::InvalidArgument("queue '" + cfg.name + "': ordering cannot change from " +
-                                       std::string(OrderingName(q.config.ordering)) + " to " +
-                                       std::string(OrderingName(cfg.ordering)) +
-                                       " while the queue holds messages");
-      }
+      MQLITE_RETURN_IF_ERROR(CheckOrderingChange(q.config, cfg, q.total() > 0));
       q.config = cfg;
       log_.Put(d_->queues, id, std::move(q));
       if (created) *created = false;
@@ -255,10 +242,7 @@ class MemTxn final : public StoreTxn {
 
   Status CancelScheduled(const QueueRecord& queue, int64_t seq) override {
     MQLITE_RETURN_IF_ERROR(Writable("CancelScheduled"));
-    const Row* r = Find(queue.id, seq);
-    if (!r || r->state != MessageState::kScheduled || r->delivery_count != 0) {
-      return Status::NotFound(SeqText(seq) + " is not a scheduled, never-delivered message");
-    }
+    MQLITE_RETURN_IF_ERROR(CheckCancelScheduled(Find(queue.id, seq), seq));
     Remove(seq);
     return Status::OK();
   }
@@ -277,10 +261,8 @@ class MemTxn final : public StoreTxn {
   Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
     MQLITE_RETURN_IF_ERROR(Writable("Claim"));
     MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
-    if (peek_lock && req.tokens.size() < static_cast<size_t>(std::max(req.max_messages, 0))) {
-      return Status::Internal("Claim: fewer tokens than max_messages");
-    }
     std::vector<Message> out;
     std::set<int64_t> skipped;           // heads of groups already taken in this batch
     std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
@@ -305,10 +287,9 @@ class MemTxn final : public StoreTxn {
       resume = key;  // the candidate leaves the index below
       watch_ = true;
       watch_min_.reset();
-      if (Expired(r, req.now)) {
-        Expire(queue, seq, req.now);
-      } else if (r.delivery_count >= queue.config.max_delivery_count) {
-        DeadLetter(seq, kReasonMaxDelivery, std::nullopt, req.now);
+      if (const Verdict v = DecideClaim(r, queue.config, req.now);
+          v.action != Verdict::Action::kDeliver) {
+        Apply(seq, v, req.now);
       } else {
         const std::optional<std::string> group = r.group_key;
         Row next = r;
@@ -335,14 +316,7 @@ class MemTxn final : public StoreTxn {
                                 int64_t now, int64_t locked_until) override {
     MQLITE_RETURN_IF_ERROR(Writable("ClaimDeferred"));
     const Row* r = Find(queue.id, seq);
-    if (!r || r->state != MessageState::kDeferred) {
-      return Status::NotFound(SeqText(seq) + " is not a deferred message");
-    }
-    if (Expired(*r, now)) return Status::NotFound(SeqText(seq) + " has expired (TTL)");
-    if (r->delivery_count >= queue.config.max_delivery_count) {
-      return Status::NotFound(SeqText(seq) + " has used all " +
-                              std::to_string(queue.config.max_delivery_count) + " deliveries");
-    }
+    MQLITE_RETURN_IF_ERROR(CheckClaimDeferred(r, queue.config, seq, now));
     Row next = *r;
     next.state = MessageState::kLocked;
     next.delivery_count += 1;
@@ -357,51 +331,9 @@ class MemTxn final : public StoreTxn {
 
   Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
     MQLITE_RETURN_IF_ERROR(Writable("Settle"));
-    const Row* r = Find(queue.id, req.seq);
-    // SPEC §6: exact token and a live lease, whether or not maintenance ran.
-    if (!r || r->state != MessageState::kLocked || !(r->token == req.token) ||
-        r->locked_until <= req.now) {
-      return Status::LockLost(SeqText(req.seq) + " is not locked under this token");
-    }
-    SettleResult res;
-    switch (req.op) {
-      case SettleOp::kComplete:
-        Remove(req.seq);
-        res.deleted = true;
-        return res;
-      case SettleOp::kAbandon:
-        if (r->delivery_count >= queue.config.max_delivery_count) {
-          DeadLetter(req.seq, kReasonMaxDelivery, std::nullopt, req.now);
-          res.new_state = MessageState::kDeadLettered;
-        } else if (req.delay_ms > 0) {
-          Row next = *r;
-          Unlocked(&next, MessageState::kScheduled);
-          next.visible_at = req.now + req.delay_ms;
-          PutRow(req.seq, std::move(next));
-          res.new_state = MessageState::kScheduled;
-        } else {
-          Unlock(req.seq, MessageState::kActive);
-          res.new_state = MessageState::kActive;
-        }
-        return res;
-      case SettleOp::kReject:
-        DeadLetter(req.seq, req.reason, req.description, req.now);
-        res.new_state = MessageState::kDeadLettered;
-        return res;
-      case SettleOp::kDefer:
-        Unlock(req.seq, MessageState::kDeferred);
-        res.new_state = MessageState::kDeferred;
-        return res;
-      case SettleOp::kRenew: {
-        Row next = *r;
-        next.locked_until = std::max(r->locked_until, req.renew_until);
-        res.new_state = MessageState::kLocked;
-        res.locked_until = next.locked_until;
-        PutRow(req.seq, std::move(next));
-        return res;
-      }
-    }
-    return Status::InvalidArgument("unknown settle operation");
+    MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Find(queue.id, req.seq), queue.config, req));
+    Apply(req.seq, v, req.now);
+    return SettleResultOf(v);
   }
 
   // ---- Inspection and DLQ (SPEC §6) ----
@@ -449,10 +381,7 @@ class MemTxn final : public StoreTxn {
     // schedules and lapsed leases in time order (the minimum of what each
     // visits).
     std::optional<int64_t> oldest;
-    auto claimable = [&](const Row& r) {
-      return r.is_head && !Expired(r, now) &&
-             r.delivery_count < queue.config.max_delivery_count;
-    };
+    auto claimable = [&](const Row& r) { return r.is_head && WouldDeliver(r, queue.config, now); };
     auto walk = [&](const std::set<Key3>& index, int64_t until, bool first_only) {
       int64_t visited = 0;
       for (auto it = index.lower_bound(Key3{queue.id, kMin, kMin});
@@ -482,17 +411,17 @@ class MemTxn final : public StoreTxn {
     for (int64_t seq : seqs) {
       const Row* old = Find(queue.id, seq);
       if (!old) continue;
-      const std::optional<std::string>& group_id = old->payload->group_id;
-      if (target.config.ordering == Ordering::kGroupFifo && !group_id) continue;
+      std::optional<RedrivePlan> plan = PlanRedrive(old->payload->group_id, target.config, now);
+      if (!plan) continue;
       Row r;
       r.queue_id = target.id;
       r.state = MessageState::kActive;
-      r.group_key = GroupKeyFor(target.config.ordering, group_id);
+      r.group_key = std::move(plan->group_key);
       r.is_head = !r.group_key || !GroupHasLive(target.id, *r.group_key);
       r.priority = old->priority;
       r.enqueued_at = old->enqueued_at;
-      r.visible_at = now;
-      r.expires_at = target.config.default_ttl_ms > 0 ? now + target.config.default_ttl_ms : 0;
+      r.visible_at = plan->visible_at;
+      r.expires_at = plan->expires_at;
       r.payload = old->payload;
       const int64_t fresh = ++d_->last_seq;
       PutRow(fresh, std::move(r));
@@ -516,17 +445,14 @@ class MemTxn final : public StoreTxn {
   Status DeadLetterMessage(const QueueRecord& queue, int64_t seq, std::string_view reason,
                            const std::optional<std::string>& description, int64_t now) override {
     MQLITE_RETURN_IF_ERROR(Writable("DeadLetterMessage"));
-    const Row* r = Find(queue.id, seq);
-    if (!r || r->state == MessageState::kDeadLettered) {
-      return Status::NotFound(SeqText(seq) + " is not a live message");
-    }
+    MQLITE_RETURN_IF_ERROR(CheckDeadLetterMessage(Find(queue.id, seq), seq));
     DeadLetter(seq, reason, description, now);
     return Status::OK();
   }
 
   Status DeleteMessage(const QueueRecord& queue, int64_t seq) override {
     MQLITE_RETURN_IF_ERROR(Writable("DeleteMessage"));
-    if (!Find(queue.id, seq)) return Status::NotFound(SeqText(seq) + " is not a message");
+    MQLITE_RETURN_IF_ERROR(CheckDeleteMessage(Find(queue.id, seq), seq));
     Remove(seq);
     return Status::OK();
   }
@@ -549,20 +475,15 @@ class MemTxn final : public StoreTxn {
                                int64_t limit) override {
     MQLITE_RETURN_IF_ERROR(Writable("ReclaimLocks"));
     const std::vector<int64_t> seqs = Walk(d_->lease, queue.id, all_locked ? kMax : now, limit);
-    for (int64_t seq : seqs) {
-      if (d_->messages.at(seq).delivery_count >= queue.config.max_delivery_count) {
-        DeadLetter(seq, kReasonMaxDelivery, std::nullopt, now);
-      } else {
-        Unlock(seq, MessageState::kActive);
-      }
-    }
+    for (int64_t seq : seqs) Apply(seq, DecideReclaim(d_->messages.at(seq), queue.config), now);
     return static_cast<int64_t>(seqs.size());
   }
 
   Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) override {
     MQLITE_RETURN_IF_ERROR(Writable("ExpireMessages"));
     const std::vector<int64_t> seqs = Walk(d_->ttl, queue.id, now, limit);
-    for (int64_t seq : seqs) Expire(queue, seq, now);
+    const Verdict v = DecideExpire(queue.config);
+    for (int64_t seq : seqs) Apply(seq, v, now);
     return static_cast<int64_t>(seqs.size());
   }
 
@@ -570,24 +491,18 @@ class MemTxn final : public StoreTxn {
                                    int64_t limit) override {
     MQLITE_RETURN_IF_ERROR(Writable("EnforceRetention"));
     MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
-    if (b.max_age_ms <= 0 && b.max_count <= 0 && b.max_bytes <= 0) return int64_t{0};
+    if (!RetentionPass::Bounded(b)) return int64_t{0};
     const QueueData& q = d_->queues.at(queue.id);
-    int64_t count = q.count[S(MessageState::kDeadLettered)];
-    int64_t bytes = q.bytes[S(MessageState::kDeadLettered)];
-    auto over = [&](int64_t dead_at) {
-      return (b.max_age_ms > 0 && dead_at <= now - b.max_age_ms) ||
-             (b.max_count > 0 && count > b.max_count) || (b.max_bytes > 0 && bytes > b.max_bytes);
-    };
+    RetentionPass pass(b, now, q.count[S(MessageState::kDeadLettered)],
+                       q.bytes[S(MessageState::kDeadLettered)]);
     std::vector<int64_t> victims;
     for (auto it = d_->dlq.lower_bound(Key3{queue.id, kMin, kMin});
          it != d_->dlq.end() && std::get<0>(*it) == queue.id &&
          static_cast<int64_t>(victims.size()) < limit;
          ++it) {
       ++d_->probe.maintenance_steps;
-      if (!over(std::get<1>(*it))) break;  // oldest first: everything after is newer
       const int64_t seq = std::get<2>(*it);
-      count -= 1;
-      bytes -= d_->messages.at(seq).body_size();
+      if (!pass.Evict(std::get<1>(*it), d_->messages.at(seq).body_size())) break;  // oldest first
       victims.push_back(seq);
     }
     for (int64_t seq : victims) Remove(seq);
@@ -836,25 +751,33 @@ class MemTxn final : public StoreTxn {
     if (was_head && group) PromoteNext(queue_id, *group);
   }
 
-  static void Unlocked(Row* r, MessageState to) {
-    r->state = to;
-    r->token = LockToken{};
-    r->locked_until = 0;
-  }
-
-  // locked → active or deferred: the lease and token go.
-  void Unlock(int64_t seq, MessageState to) {
-    Row next = d_->messages.at(seq);
-    Unlocked(&next, to);
-    PutRow(seq, std::move(next));
-  }
-
-  // SPEC §3 TTL: dead-letter or delete per the queue's dead_letter_on_expire.
-  void Expire(const QueueRecord& queue, int64_t seq, int64_t now) {
-    if (queue.config.dead_letter_on_expire) {
-      DeadLetter(seq, kReasonTtlExpired, std::nullopt, now);
-    } else {
-      Remove(seq);
+  // Applies a store_util.h verdict to row `seq`. kDeliver is Claim's own and
+  // changes nothing here.
+  void Apply(int64_t seq, const Verdict& v, int64_t now) {
+    switch (v.action) {
+      case Verdict::Action::kUnlock: {  // the lease and token go
+        Row next = d_->messages.at(seq);
+        next.state = v.to;
+        next.token = LockToken{};
+        next.locked_until = 0;
+        if (v.to == MessageState::kScheduled) next.visible_at = v.visible_at;
+        PutRow(seq, std::move(next));
+        return;
+      }
+      case Verdict::Action::kRenew: {
+        Row next = d_->messages.at(seq);
+        next.locked_until = v.locked_until;
+        PutRow(seq, std::move(next));
+        return;
+      }
+      case Verdict::Action::kDeadLetter:
+        DeadLetter(seq, v.reason, v.description, now);
+        return;
+      case Verdict::Action::kDelete:
+        Remove(seq);
+        return;
+      case Verdict::Action::kDeliver:
+        return;
     }
   }
 
@@ -939,112 +862,105 @@ Status BusinessTables::Delete(std::string_view table, std::string_view key) {
 
 class MemoryStore final : public Store {
  public:
-  explicit MemoryStore(std::shared_ptr<MemoryDatabase> db) : db_(std::move(db)) {}
+  MemoryStore(std::shared_ptr<MemoryDatabase> db, bool shared)
+      : db_(std::move(db)), shared_(shared) {}
   ~MemoryStore() override {
     std::lock_guard<std::mutex> l(db_->mu);
-    db_->open = false;
+    if (shared_) {
+      --db_->shared_open;
+    } else {
+      db_->exclusive_open = false;
+    }
   }
 
   StoreCapabilities Capabilities() const override {
     StoreCapabilities c;
-    c.exclusive = true;
+    c.exclusive = !shared_;
     c.native_handle_type = kHandleType;
     c.crash_model = "none";
     c.name = "memory";
+    c.change_feed = true;
     return c;
   }
 
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
     const bool write = kind == TxnKind::kWrite;
-    MQLITE_RETURN_IF_ERROR(Acquire(write, options));
-    MemTxn txn(&db_->data, !write, &business_);
-    if (write) business_.Bind(&txn);
-    // Rolls back and releases on every exit, an exception included.
-    struct Finish {
-      MemoryStore* store;
-      MemTxn* txn;
-      bool write;
-      bool commit = false;
-      ~Finish() {
-        if (commit) {
-          txn->Commit();
-        } else {
-          txn->Rollback();
+    std::vector<int64_t> changed;
+    Status s;
+    {
+      MQLITE_RETURN_IF_ERROR(db_->gate.Acquire(ModeOf(write), options, "the memory store"));
+      MemTxn txn(&db_->data, !write, &business_);
+      if (write) business_.Bind(&txn);
+      // Rolls back and releases on every exit, an exception included.
+      struct Finish {
+        MemoryStore* store;
+        MemTxn* txn;
+        bool write;
+        bool commit = false;
+        ~Finish() {
+          if (commit) {
+            txn->Commit();
+          } else {
+            txn->Rollback();
+          }
+          if (write) store->business_.Unbind();
+          store->db_->gate.Release(ModeOf(write));
         }
-        if (write) store->business_.Unbind();
-        store->Release(write);
+      } finish{this, &txn, write};
+      if (write && !db_->feed->empty()) {  // the change feed wants the touched queues
+        ChangeTrackingTxn tracked(&txn);
+        s = body(tracked);
+        if (s.ok()) changed = tracked.touched();
+      } else {
+        s = body(txn);
       }
-    } finish{this, &txn, write};
-    Status s = body(txn);
-    finish.commit = s.ok();
+      finish.commit = s.ok();
+    }
+    // After the commit and the release (spec.md §9 change feed).
+    if (!changed.empty()) db_->feed->Publish(changed);
     return s;
   }
 
- private:
-  // One writer or many readers. A waiting writer holds off new readers so it
-  // cannot starve. Waiting gives up promptly — having done nothing — when the
-  // caller cancels (SPEC §10).
-  Status Acquire(bool write, const RunOptions& options) {
-    std::unique_lock<std::mutex> l(mu_);
-    if (write) ++writers_waiting_;
-    auto free = [&] {
-      return write ? !writer_ && readers_ == 0 : !writer_ && writers_waiting_ == 0;
-    };
-    const bool got = options.deadline == std::chrono::steady_clock::time_point::max()
-                         ? cv_.wait(l, options.stop, free)
-                         : cv_.wait_until(l, options.stop, options.deadline, free);
-    if (write) --writers_waiting_;
-    if (!got) {
-      if (write) cv_.notify_all();  // readers held off by this writer may go
-      return Status::Cancelled(options.stop.stop_requested()
-                                   ? "cancelled while waiting for the memory store"
-                                   : "deadline passed while waiting for the memory store");
-    }
-    if (write) {
-      writer_ = true;
-    } else {
-      ++readers_;
-    }
-    return Status::OK();
+  Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) override {
+    return db_->feed->Subscribe(std::move(on_change));
   }
 
-  void Release(bool write) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (write) {
-        writer_ = false;
-      } else {
-        --readers_;
-      }
-    }
-    cv_.notify_all();
+ private:
+  static RunGate::Mode ModeOf(bool write) {
+    return write ? RunGate::Mode::kExclusive : RunGate::Mode::kShared;
   }
 
   std::shared_ptr<MemoryDatabase> db_;
-  std::mutex mu_;
-  std::condition_variable_any cv_;
-  bool writer_ = false;
-  int readers_ = 0;
-  int writers_waiting_ = 0;
+  const bool shared_;
   BusinessTables business_;
 };
 
 }  // namespace
 }  // namespace memory_internal
 
-Result<std::unique_ptr<Store>> OpenMemoryStore(std::shared_ptr<MemoryDatabase> db) {
+Result<std::unique_ptr<Store>> OpenMemoryStore(std::shared_ptr<MemoryDatabase> db,
+                                               MemoryStoreOptions options) {
   if (!db) return Status::InvalidArgument("OpenMemoryStore: the database is null");
   {
     std::lock_guard<std::mutex> l(db->mu);
-    if (db->open) {
+    if (db->exclusive_open) {
       return Status::DbLocked(
-          "OpenMemoryStore: the memory database is already open in another store (SPEC §9: "
-          "one store at a time)");
+          "OpenMemoryStore: the memory database is already open in an exclusive store (SPEC "
+          "§9: one store at a time)");
     }
-    db->open = true;
+    if (!options.shared && db->shared_open > 0) {
+      return Status::DbLocked(
+          "OpenMemoryStore: the memory database is open in shared mode; an exclusive open must "
+          "wait until every shared store is closed");
+    }
+    if (options.shared) {
+      ++db->shared_open;
+    } else {
+      db->exclusive_open = true;
+    }
   }
-  return std::unique_ptr<Store>(new memory_internal::MemoryStore(std::move(db)));
+  return std::unique_ptr<Store>(new memory_internal::MemoryStore(std::move(db), options.shared));
 }
 
 }  // namespace mqlite

@@ -28,8 +28,8 @@
 namespace mqlite::internal {
 namespace {
 
-// Counts transactions and savepoints; can hold the writer (the first Run
-// blocks inside its body until released) and can report a commit as
+// Counts transactions and savepoints; can hold the writer (the next write
+// Run blocks after its body, before its commit, until released) and can report a commit as
 // OutcomeUnknown after it really committed.
 class ProbeStore : public StoreWrapper {
  public:
@@ -39,13 +39,17 @@ class ProbeStore : public StoreWrapper {
              const std::function<Status(StoreTxn&)>& body) override {
     if (kind == TxnKind::kWrite) runs_.fetch_add(1);
     Status s = StoreWrapper::Run(kind, options, [&](StoreTxn& txn) -> Status {
+      Status ran = body(txn);
+      // Parks after the body, so the held group has already taken its members
+      // (only the callers queued before it) and callers arriving now queue
+      // behind it: GroupCommit::queued() counts exactly them.
       if (hold_next_.exchange(false)) {
         std::unique_lock<std::mutex> l(mu_);
         holding_ = true;
         cv_.notify_all();
         cv_.wait(l, [&] { return !holding_; });
       }
-      return body(txn);
+      return ran;
     });
     if (s.ok() && kind == TxnKind::kWrite && unknown_commits_.load() > 0) {
       unknown_commits_.fetch_sub(1);

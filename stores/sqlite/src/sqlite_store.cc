@@ -2,7 +2,7 @@
 // docs/sqlite-store.md for the design.
 //
 // Concurrency: one connection, opened with SQLITE_OPEN_NOMUTEX and guarded by
-// mu_; Run() serialises bodies. The file is exclusive to this store (SPEC §9),
+// gate_; Run() serialises bodies. The file is exclusive to this store (SPEC §9),
 // so no other writer exists and BEGIN IMMEDIATE never waits.
 #include "mqlite/sqlite.h"
 
@@ -11,13 +11,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include "mqlite/engine.h"
-
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,7 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "file_lock.h"
+#include "mqlite/file_lock.h"
+#include "mqlite/store_util.h"
 #include "queries.h"
 #include "schema.h"
 
@@ -33,14 +30,12 @@ namespace mqlite {
 
 const char* const kSqliteSchemaToken = "mqlite-sqlite-2";
 
+namespace {
+constexpr char kHandleType[] = "sqlite3";
+}  // namespace
+
 Result<sqlite3*> SqliteHandle(TxContext& tx) {
-  if (tx.native_handle_type() != "sqlite3") {
-    return Status::InvalidArgument("SqliteHandle: this Tx runs on a '" + tx.native_handle_type() +
-                                   "' store, not SQLite");
-  }
-  void* h = tx.native_handle();
-  if (!h) return Status::InvalidArgument("SqliteHandle: the Tx callback has returned");
-  return static_cast<sqlite3*>(h);
+  return NativeHandleAs<sqlite3>(tx, kHandleType, "SqliteHandle");
 }
 
 namespace internal {
@@ -392,23 +387,22 @@ QueueRecord ReadQueue(const Query& q) {
   return r;
 }
 
-// The few columns settle and maintenance decisions need.
-struct RowRef {
+// The few columns settle and maintenance decisions need: the facts the
+// queue rules read (store_util.h) plus what headship and DLQ totals need.
+struct RowRef : RowFacts {
   int64_t seq = 0;
-  int state = 0;
   bool is_head = false;
   std::optional<std::string> group_key;
   int64_t body_size = 0;
-  int64_t expires_at = 0;
-  int32_t delivery_count = 0;
-  int64_t locked_until = 0;
-  LockToken token;
 };
+
+// The row a refusal check reads: nullptr when there is none.
+const RowFacts* Facts(const std::optional<RowRef>& row) { return row ? &*row : nullptr; }
 
 RowRef ReadRef(const Query& q) {
   RowRef r;
   r.seq = q.ColInt(0);
-  r.state = static_cast<int>(q.ColInt(1));
+  r.state = static_cast<MessageState>(q.ColInt(1));
   r.is_head = q.ColInt(2) != 0;
   r.group_key = q.ColOptBytes(3);
   r.body_size = q.ColInt(4);
@@ -432,23 +426,16 @@ class SqliteTxn final : public StoreTxn {
         Query any(c_, kQueueHasMessages);
         any.Int(existing->id);
         MQLITE_ASSIGN_OR_RETURN(bool has, any.Step());
-        if (has) {
-          return Status::InvalidArgument(
-              "queue '" + cfg.name + "': ordering cannot change from " +
-              std::string(OrderingName(existing->config.ordering)) + " to " +
-              std::string(OrderingName(cfg.ordering)) + " while the queue holds messages");
-        }
+        MQLITE_RETURN_IF_ERROR(CheckOrderingChange(existing->config, cfg, has));
       }
-      Query u(c_,
-              kUpdateQueue);
+      Query u(c_, kUpdateQueue);
       BindConfig(u, cfg).Int(existing->id);
       MQLITE_RETURN_IF_ERROR(u.Exec());
       if (created) *created = false;
       return QueueRecord{existing->id, cfg};
     }
     if (existing.error().code() != StatusCode::kQueueNotFound) return existing.error();
-    Query ins(c_,
-              kInsertQueue);
+    Query ins(c_, kInsertQueue);
     ins.Text(cfg.name);
     BindConfig(ins, cfg).Int(now);
     MQLITE_RETURN_IF_ERROR(ins.Exec());
@@ -497,8 +484,7 @@ class SqliteTxn final : public StoreTxn {
         MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(queue.id, *it.group_key));
         head = !live;
       }
-      Query ins(c_,
-                kInsertMessage);
+      Query ins(c_, kInsertMessage);
       ins.Int(queue.id)
           .Int(static_cast<int>(it.state))
           .Int(head ? 1 : 0)
@@ -526,21 +512,16 @@ class SqliteTxn final : public StoreTxn {
 
   Status CancelScheduled(const QueueRecord& queue, int64_t seq) override {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
-    if (!row || row->state != kScheduled || row->delivery_count != 0) {
-      return Status::NotFound("seq " + std::to_string(seq) +
-                              " is not a scheduled, never-delivered message");
-    }
+    MQLITE_RETURN_IF_ERROR(CheckCancelScheduled(Facts(row), seq));
     return Remove(queue, *row);
   }
 
   // ---- Claim ----
 
   Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
+    MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
-    if (peek_lock && req.tokens.size() < static_cast<size_t>(req.max_messages)) {
-      return Status::Internal("Claim: fewer tokens than max_messages");
-    }
     std::set<int64_t> skipped;           // heads of groups already taken in this batch
     std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
     while (static_cast<int>(out.size()) < req.max_messages) {
@@ -548,10 +529,8 @@ class SqliteTxn final : public StoreTxn {
                             static_cast<int64_t>(skipped.size());
       std::vector<RowRef> cands;
       {
-        Query q(c_,
-                kClaimCandidates);
-        q.Int(queue.id).Int(req.max_messages - static_cast<int64_t>(out.size()) +
-                            static_cast<int64_t>(skipped.size()));
+        Query q(c_, kClaimCandidates);
+        q.Int(queue.id).Int(limit);
         for (;;) {
           MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
           if (!row) break;
@@ -571,20 +550,14 @@ class SqliteTxn final : public StoreTxn {
         // A head that leaves here may promote the next member of its group,
         // which can outrank the rest of this chunk: re-query after it, so the
         // batch is always taken in exact priority/seq order.
-        if (r.expires_at > 0 && r.expires_at <= req.now) {
-          MQLITE_RETURN_IF_ERROR(Expire(queue, r, req.now));
-          if (r.group_key) break;
-          continue;
-        }
-        if (r.delivery_count >= queue.config.max_delivery_count) {
-          MQLITE_RETURN_IF_ERROR(
-              DeadLetter(queue, r, kReasonMaxDelivery, std::nullopt, req.now));
+        const Verdict v = DecideClaim(r, queue.config, req.now);
+        if (v.action != Verdict::Action::kDeliver) {
+          MQLITE_RETURN_IF_ERROR(Apply(queue, r, v, req.now));
           if (r.group_key) break;
           continue;
         }
         if (peek_lock) {
-          Query u(c_,
-                  kLockMessage);
+          Query u(c_, kLockMessage);
           u.Token(req.tokens[out.size()]).Int(req.locked_until).Int(r.seq);
           MQLITE_ASSIGN_OR_RETURN(bool row, u.Step());
           if (!row) return Status::Internal("claim: row vanished");
@@ -616,18 +589,8 @@ class SqliteTxn final : public StoreTxn {
   Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq, const LockToken& token,
                                 int64_t now, int64_t locked_until) override {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
-    if (!row || row->state != kDeferred) {
-      return Status::NotFound("seq " + std::to_string(seq) + " is not a deferred message");
-    }
-    if (row->expires_at > 0 && row->expires_at <= now) {
-      return Status::NotFound("seq " + std::to_string(seq) + " has expired (TTL)");
-    }
-    if (row->delivery_count >= queue.config.max_delivery_count) {
-      return Status::NotFound("seq " + std::to_string(seq) + " has used all " +
-                              std::to_string(queue.config.max_delivery_count) + " deliveries");
-    }
-    Query u(c_,
-            kLockMessage);
+    MQLITE_RETURN_IF_ERROR(CheckClaimDeferred(Facts(row), queue.config, seq, now));
+    Query u(c_, kLockMessage);
     u.Token(token).Int(locked_until).Int(seq);
     MQLITE_ASSIGN_OR_RETURN(bool ok, u.Step());
     if (!ok) return Status::Internal("claim deferred: row vanished");
@@ -638,52 +601,9 @@ class SqliteTxn final : public StoreTxn {
 
   Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, req.seq));
-    // SPEC §6: exact token and a live lease, whether or not maintenance ran.
-    if (!row || row->state != kLocked || !(row->token == req.token) ||
-        row->locked_until <= req.now) {
-      return Status::LockLost("seq " + std::to_string(req.seq) + " is not locked under this token");
-    }
-    SettleResult res;
-    switch (req.op) {
-      case SettleOp::kComplete:
-        MQLITE_RETURN_IF_ERROR(Remove(queue, *row));
-        res.deleted = true;
-        return res;
-      case SettleOp::kAbandon:
-        if (row->delivery_count >= queue.config.max_delivery_count) {
-          MQLITE_RETURN_IF_ERROR(
-              DeadLetter(queue, *row, kReasonMaxDelivery, std::nullopt, req.now));
-          res.new_state = MessageState::kDeadLettered;
-        } else if (req.delay_ms > 0) {
-          Query u(c_,
-                  kAbandonDelayed);
-          u.Int(req.now + req.delay_ms).Int(row->seq);
-          MQLITE_RETURN_IF_ERROR(u.Exec());
-          res.new_state = MessageState::kScheduled;
-        } else {
-          MQLITE_RETURN_IF_ERROR(Unlock(row->seq, kActive));
-          res.new_state = MessageState::kActive;
-        }
-        return res;
-      case SettleOp::kReject:
-        MQLITE_RETURN_IF_ERROR(DeadLetter(queue, *row, req.reason, req.description, req.now));
-        res.new_state = MessageState::kDeadLettered;
-        return res;
-      case SettleOp::kDefer:
-        MQLITE_RETURN_IF_ERROR(Unlock(row->seq, kDeferred));
-        res.new_state = MessageState::kDeferred;
-        return res;
-      case SettleOp::kRenew: {
-        int64_t until = std::max(row->locked_until, req.renew_until);
-        Query u(c_, kRenew);
-        u.Int(until).Int(row->seq);
-        MQLITE_RETURN_IF_ERROR(u.Exec());
-        res.new_state = MessageState::kLocked;
-        res.locked_until = until;
-        return res;
-      }
-    }
-    return Status::InvalidArgument("unknown settle operation");
+    MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Facts(row), queue.config, req));
+    MQLITE_RETURN_IF_ERROR(Apply(queue, *row, v, req.now));
+    return SettleResultOf(v);
   }
 
   // ---- Inspection and DLQ ----
@@ -737,11 +657,11 @@ class SqliteTxn final : public StoreTxn {
       for (;;) {
         MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) return Status::OK();
-        const int64_t enq = q.ColInt(0), expires = q.ColInt(1);
-        if (q.ColInt(3) == 0 || (expires > 0 && expires <= now) ||
-            q.ColInt(2) >= queue.config.max_delivery_count) {
-          continue;  // not a head, TTL-expired, or out of deliveries: not claimable
-        }
+        const int64_t enq = q.ColInt(0);
+        RowFacts f;
+        f.expires_at = q.ColInt(1);
+        f.delivery_count = static_cast<int32_t>(q.ColInt(2));
+        if (q.ColInt(3) == 0 || !WouldDeliver(f, queue.config, now)) continue;  // not claimable
         if (!oldest || enq < *oldest) oldest = enq;
         if (first_only) return Status::OK();
       }
@@ -775,18 +695,20 @@ class SqliteTxn final : public StoreTxn {
       g.Int(r.seq);
       MQLITE_ASSIGN_OR_RETURN(bool found, g.Step());
       if (!found) continue;
-      std::optional<std::string> group_id = g.ColOptBytes(0);
-      if (target.config.ordering == Ordering::kGroupFifo && !group_id) continue;
-      std::optional<std::string> key = GroupKeyFor(target.config.ordering, group_id);
+      const std::optional<RedrivePlan> plan = PlanRedrive(g.ColOptBytes(0), target.config, now);
+      if (!plan) continue;
       bool head = true;
-      if (key) {
-        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(target.id, *key));
+      if (plan->group_key) {
+        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(target.id, *plan->group_key));
         head = !live;
       }
-      int64_t expires = target.config.default_ttl_ms > 0 ? now + target.config.default_ttl_ms : 0;
-      Query ins(c_,
-                kRedriveInsert);
-      ins.Int(target.id).Int(head ? 1 : 0).OptBytes(key).Int(now).Int(expires).Int(r.seq);
+      Query ins(c_, kRedriveInsert);
+      ins.Int(target.id)
+          .Int(head ? 1 : 0)
+          .OptBytes(plan->group_key)
+          .Int(plan->visible_at)
+          .Int(plan->expires_at)
+          .Int(r.seq);
       MQLITE_RETURN_IF_ERROR(ins.Exec());
       MQLITE_RETURN_IF_ERROR(Remove(queue, r));
       ++moved;
@@ -809,21 +731,18 @@ class SqliteTxn final : public StoreTxn {
   Status DeadLetterMessage(const QueueRecord& queue, int64_t seq, std::string_view reason,
                            const std::optional<std::string>& description, int64_t now) override {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
-    if (!row || row->state == kDead) {
-      return Status::NotFound("seq " + std::to_string(seq) + " is not a live message");
-    }
+    MQLITE_RETURN_IF_ERROR(CheckDeadLetterMessage(Facts(row), seq));
     return DeadLetter(queue, *row, reason, description, now);
   }
 
   Status DeleteMessage(const QueueRecord& queue, int64_t seq) override {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
-    if (!row) return Status::NotFound("seq " + std::to_string(seq) + " is not a message");
+    MQLITE_RETURN_IF_ERROR(CheckDeleteMessage(Facts(row), seq));
     return Remove(queue, *row);
   }
 
   Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
-    Query u(c_,
-            kPromoteDue);
+    Query u(c_, kPromoteDue);
     u.Int(queue.id).Int(now).Int(limit);
     MQLITE_RETURN_IF_ERROR(u.Exec());
     return static_cast<int64_t>(sqlite3_changes(c_->db()));
@@ -838,11 +757,7 @@ class SqliteTxn final : public StoreTxn {
       MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
     }
     for (const RowRef& r : rows) {
-      if (r.delivery_count >= queue.config.max_delivery_count) {
-        MQLITE_RETURN_IF_ERROR(DeadLetter(queue, r, kReasonMaxDelivery, std::nullopt, now));
-      } else {
-        MQLITE_RETURN_IF_ERROR(Unlock(r.seq, kActive));
-      }
+      MQLITE_RETURN_IF_ERROR(Apply(queue, r, DecideReclaim(r, queue.config), now));
     }
     return static_cast<int64_t>(rows.size());
   }
@@ -854,27 +769,23 @@ class SqliteTxn final : public StoreTxn {
       q.Int(queue.id).Int(now).Int(limit);
       MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
     }
-    for (const RowRef& r : rows) MQLITE_RETURN_IF_ERROR(Expire(queue, r, now));
+    const Verdict v = DecideExpire(queue.config);
+    for (const RowRef& r : rows) MQLITE_RETURN_IF_ERROR(Apply(queue, r, v, now));
     return static_cast<int64_t>(rows.size());
   }
 
   Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& b, int64_t now,
                                    int64_t limit) override {
-    if (b.max_age_ms <= 0 && b.max_count <= 0 && b.max_bytes <= 0) return 0;
-    int64_t count = 0, bytes = 0;
+    if (!RetentionPass::Bounded(b)) return 0;
+    std::optional<RetentionPass> pass;
     {
       Query q(c_, kDlqTotals);
       q.Int(queue.id);
       MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return Status::Internal("retention: queue row missing");
-      count = q.ColInt(0);
-      bytes = q.ColInt(1);
+      pass.emplace(b, now, q.ColInt(0), q.ColInt(1));
     }
-    auto over = [&](int64_t dead_at) {
-      return (b.max_age_ms > 0 && dead_at <= now - b.max_age_ms) ||
-             (b.max_count > 0 && count > b.max_count) || (b.max_bytes > 0 && bytes > b.max_bytes);
-    };
-    std::vector<std::pair<RowRef, int64_t>> victims;
+    std::vector<RowRef> victims;
     {
       Query q(c_, kRetentionCandidates);
       q.Int(queue.id).Int(limit);
@@ -882,14 +793,11 @@ class SqliteTxn final : public StoreTxn {
         MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
         if (!row) break;
         RowRef r = ReadRef(q);
-        int64_t dead_at = q.ColInt(9);
-        if (!over(dead_at)) break;  // oldest first: everything after is newer
-        count -= 1;
-        bytes -= r.body_size;
-        victims.emplace_back(std::move(r), dead_at);
+        if (!pass->Evict(q.ColInt(9), r.body_size)) break;  // oldest first
+        victims.push_back(std::move(r));
       }
     }
-    for (const auto& [r, dead_at] : victims) MQLITE_RETURN_IF_ERROR(Remove(queue, r));
+    for (const RowRef& r : victims) MQLITE_RETURN_IF_ERROR(Remove(queue, r));
     return static_cast<int64_t>(victims.size());
   }
 
@@ -1063,9 +971,9 @@ class SqliteTxn final : public StoreTxn {
   }
 
   // locked → active or deferred: the lease and token go.
-  Status Unlock(int64_t seq, int state) {
+  Status Unlock(int64_t seq, MessageState state) {
     Query u(c_, kUnlock);
-    u.Int(state).Int(seq);
+    u.Int(static_cast<int>(state)).Int(seq);
     return u.Exec();
   }
 
@@ -1106,12 +1014,29 @@ class SqliteTxn final : public StoreTxn {
     return Status::OK();
   }
 
-  // SPEC §3 TTL: dead-letter or delete per the queue's dead_letter_on_expire.
-  Status Expire(const QueueRecord& queue, const RowRef& r, int64_t now) {
-    if (queue.config.dead_letter_on_expire) {
-      return DeadLetter(queue, r, kReasonTtlExpired, std::nullopt, now);
+  // Applies a store_util.h verdict to row `r` (kDeliver is Claim's own).
+  Status Apply(const QueueRecord& queue, const RowRef& r, const Verdict& v, int64_t now) {
+    switch (v.action) {
+      case Verdict::Action::kUnlock:
+        if (v.to == MessageState::kScheduled) {
+          Query u(c_, kAbandonDelayed);
+          u.Int(v.visible_at).Int(r.seq);
+          return u.Exec();
+        }
+        return Unlock(r.seq, v.to);
+      case Verdict::Action::kRenew: {
+        Query u(c_, kRenew);
+        u.Int(v.locked_until).Int(r.seq);
+        return u.Exec();
+      }
+      case Verdict::Action::kDeadLetter:
+        return DeadLetter(queue, r, v.reason, v.description, now);
+      case Verdict::Action::kDelete:
+        return Remove(queue, r);
+      case Verdict::Action::kDeliver:
+        break;
     }
-    return Remove(queue, r);
+    return Status::Internal("Apply: a claim verdict outside Claim");
   }
 
   // Dead letters dead-lettered at or before `cutoff`, oldest first.
@@ -1138,41 +1063,23 @@ class SqliteStore final : public Store {
   StoreCapabilities Capabilities() const override {
     StoreCapabilities c;
     c.exclusive = true;
-    c.native_handle_type = "sqlite3";
+    c.native_handle_type = kHandleType;
     c.crash_model = "process";
     c.name = "sqlite";
     return c;
   }
 
+  // The connection is one writer, for reads too: wait for it, but give up
+  // promptly — having done nothing — when the caller cancels (SPEC §10).
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
-    MQLITE_RETURN_IF_ERROR(AcquireConnection(options));
+    MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the SQLite writer"));
     Status s = RunLocked(kind, body);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      busy_ = false;
-    }
-    cv_.notify_one();
+    gate_.Release(RunGate::Mode::kExclusive);
     return s;
   }
 
  private:
-  // The connection is one writer: wait for it, but give up promptly — having
-  // done nothing — when the caller cancels (SPEC §10).
-  Status AcquireConnection(const RunOptions& options) {
-    std::unique_lock<std::mutex> l(mu_);
-    auto free = [&] { return !busy_; };
-    bool got = options.deadline == std::chrono::steady_clock::time_point::max()
-                   ? cv_.wait(l, options.stop, free)
-                   : cv_.wait_until(l, options.stop, options.deadline, free);
-    if (!got) {
-      return Status::Cancelled(options.stop.stop_requested()
-                                   ? "cancelled while waiting for the SQLite writer"
-                                   : "deadline passed while waiting for the SQLite writer");
-    }
-    busy_ = true;
-    return Status::OK();
-  }
 
   Status RunLocked(TxnKind kind, const std::function<Status(StoreTxn&)>& body) {
     MQLITE_RETURN_IF_ERROR(Control(conn_.get(), kind == TxnKind::kWrite ? kBeginWrite : kBeginRead));
@@ -1187,9 +1094,7 @@ class SqliteStore final : public Store {
     return s;
   }
 
-  std::mutex mu_;
-  std::condition_variable_any cv_;
-  bool busy_ = false;
+  RunGate gate_;
   std::unique_ptr<FileLock> lock_;
   std::unique_ptr<Conn> conn_;
 };
@@ -1286,14 +1191,14 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
 }  // namespace internal
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
-  using internal::FileLock;
   if (options.path.empty()) return Status::InvalidArgument("SqliteOptions.path is empty");
   if (options.durability != Durability::kNormal && options.durability != Durability::kFull) {
     return Status::InvalidArgument("SqliteOptions.durability is not kNormal or kFull");
   }
   // SPEC §9: lock first (sidecar, then the file's inode), so a refused open
   // touches nothing. The lock creates the file if it is missing.
-  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::Acquire(options.path));
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock,
+                          FileLock::Acquire(options.path, {"-wal", "-shm", "-journal"}));
   Result<std::unique_ptr<internal::Conn>> conn = internal::OpenDatabase(options, lock->canonical_path());
   if (!conn) {
     // The connection is closed (destroyed inside OpenDatabase); remove

@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,13 @@ struct StoreProfile {
   // tests use it to prove the kit fails broken stores).
   std::function<std::unique_ptr<Store>(std::unique_ptr<Store>)> wrap;
 };
+
+// The rerun harness (spec.md §9 "a re-run body must not double-count"):
+// `base` with every rerunnable store body run twice in its transaction — the
+// first attempt inside a Savepoint that is rolled back, then the real one —
+// as LMDB map growth and PostgreSQL retries do. Name gets "_rerun"; pins are
+// dropped (they count one attempt). Instantiate it beside the plain profile.
+StoreProfile WithRerun(StoreProfile base);
 
 // The suites' parameter.
 struct Param {
@@ -169,6 +177,7 @@ class TckConcurrency : public TckTest {};   // SPEC §5 long-poll, §9, §10, G2
 class TckModel : public TckTest {};         // SPEC §12 model-based test
 class TckIntegrity : public TckTest {};     // SPEC §7.4, §7.5 integrity sweep
 class TckCrash : public TckTest {};         // SPEC §7.1, §7.5, §8 crash injection
+class TckMultiEngine : public TckTest {};   // spec.md §9 shared stores: many engines, one store
 
 // Anchors, one per suite source file, referenced by MQLITE_TCK_INSTANTIATE so
 // a static link can never drop a suite.
@@ -183,11 +192,55 @@ int AnchorIntegrity();
 int AnchorCrash();
 int AnchorSpace();
 int AnchorOperations();
+int AnchorMultiEngine();
+int AnchorRollback();
+// TckLifecycle's files by area (suite_receive.cc, suite_settle.cc, ...).
+int AnchorReceive();
+int AnchorSettle();
+int AnchorDeadLetters();
+int AnchorStats();
+int AnchorQueues();
+int AnchorOpen();
 inline int AnchorAll() {
   return AnchorLifecycle() + AnchorValidation() + AnchorOrdering() + AnchorIdempotency() +
          AnchorTransactions() + AnchorConcurrency() + AnchorModel() + AnchorIntegrity() +
-         AnchorCrash() + AnchorSpace() + AnchorOperations();
+         AnchorCrash() + AnchorSpace() + AnchorOperations() + AnchorMultiEngine() +
+         AnchorReceive() + AnchorSettle() + AnchorDeadLetters() + AnchorStats() +
+         AnchorQueues() + AnchorOpen() + AnchorRollback();
 }
+
+// ---- Grade declarations (SPEC §12 grade table) --------------------------------
+//
+// Every kit test declares the store guarantees it grades, right above its
+// TEST_P:
+//
+//   MQLITE_TCK_GRADES(TckOrdering, Spec5_PriorityOrderWithinOneBatch, "G2", "G3");
+//   TEST_P(TckOrdering, Spec5_PriorityOrderWithinOneBatch) { ... }
+//
+// Contract: one declaration per test, at namespace scope in the file that
+// defines the test, with the suite and test names exactly as in TEST_P and at
+// least one id from the runner's guarantee table ("G1" … "G8", "PIN"; see
+// tck/runner/grades.cc). Name what the test's assertions exercise, not what
+// its name suggests: a pass counts for those rows of the grade table, a failure
+// fails them. Declarations register at static-initialisation time and are read
+// through DeclaredGrades(). The runner checks them before any test runs and
+// refuses to grade (exit 2) when a kit test has no declaration, a declaration
+// names no registered test, a test is declared twice or an id is unknown;
+// `mqlite-tck --check-grades` (the ctest tck.grades.declared) does only that.
+struct GradeDeclaration {
+  std::string suite;             // fixture class, e.g. "TckOrdering"
+  std::string test;              // e.g. "Spec5_PriorityOrderWithinOneBatch"
+  std::vector<std::string> ids;  // "G1" … "G8", "PIN"
+  const char* file;              // where the declaration is
+  int line;
+};
+// Registers one declaration (MQLITE_TCK_GRADES calls it); returns 0.
+int DeclareGrades(const char* suite, const char* test, std::initializer_list<const char*> ids,
+                  const char* file, int line);
+// Every declaration, in registration order (duplicates included, for the check).
+const std::vector<GradeDeclaration>& GradeDeclarations();
+// The ids declared for suite.test (the first declaration), or nullptr if none.
+const std::vector<std::string>* DeclaredGrades(std::string_view suite, std::string_view test);
 
 }  // namespace mqlite::tck
 
@@ -205,8 +258,15 @@ inline int AnchorAll() {
   MQLITE_TCK_INSTANTIATE_SUITE_(Name, TckModel, profile_fn)                              \
   MQLITE_TCK_INSTANTIATE_SUITE_(Name, TckIntegrity, profile_fn)                          \
   MQLITE_TCK_INSTANTIATE_SUITE_(Name, TckCrash, profile_fn)                              \
+  MQLITE_TCK_INSTANTIATE_SUITE_(Name, TckMultiEngine, profile_fn)                        \
   [[maybe_unused]] static const int mqlite_tck_anchor_##Name = AnchorAll();             \
   }
+
+// Declares the guarantees test Suite.Test grades (see "Grade declarations"
+// above): MQLITE_TCK_GRADES(TckOrdering, Spec5_HeadOfLine, "G2", "G3");
+#define MQLITE_TCK_GRADES(Suite, Test, ...)                                         \
+  [[maybe_unused]] static const int mqlite_tck_grades_##Suite##_##Test##_ =         \
+      ::mqlite::tck::DeclareGrades(#Suite, #Test, {__VA_ARGS__}, __FILE__, __LINE__)
 
 #define MQLITE_TCK_INSTANTIATE_SUITE_(Name, Suite, profile_fn)                   \
   INSTANTIATE_TEST_SUITE_P(Name, Suite,                                          \

@@ -15,9 +15,13 @@ constexpr std::string_view kTable = "tck_business";
 
 class MemoryFixture final : public StoreFixture {
  public:
-  Result<std::unique_ptr<Store>> Open() override { return OpenMemoryStore(db_); }
+  explicit MemoryFixture(bool shared) : shared_(shared) {}
+  Result<std::unique_ptr<Store>> Open() override {
+    return OpenMemoryStore(db_, MemoryStoreOptions{.shared = shared_});
+  }
 
  private:
+  const bool shared_;
   std::shared_ptr<MemoryDatabase> db_ = NewMemoryDatabase();
 };
 
@@ -29,12 +33,12 @@ Result<MemoryTxn*> Handle(void* native) {
 
 }  // namespace
 
-StoreProfile MemoryTckProfile() {
+StoreProfile MemoryTckProfile(bool shared) {
   StoreProfile p;
-  p.name = "memory";
-  p.exclusive = true;
+  p.name = shared ? "memory_shared" : "memory";
+  p.exclusive = !shared;
   p.crash = CrashModel::kNone;
-  p.make_fixture = [] { return std::make_unique<MemoryFixture>(); };
+  p.make_fixture = [shared] { return std::make_unique<MemoryFixture>(shared); };
   BusinessHooks hooks;
   // Tables need no creation: check the handle is live and usable.
   hooks.prepare = [](void* native) -> Status {

@@ -1,12 +1,11 @@
-#include "file_lock.h"
+#include "mqlite/file_lock.h"
 
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -14,7 +13,7 @@
 #include <set>
 #include <utility>
 
-namespace mqlite::internal {
+namespace mqlite {
 namespace {
 
 std::string Errno() { return std::strerror(errno); }
@@ -25,16 +24,44 @@ std::mutex& RegistryMu() {
   static std::mutex* mu = new std::mutex();
   return *mu;
 }
-std::set<std::pair<dev_t, ino_t>>& Held() {
-  static auto* held = new std::set<std::pair<dev_t, ino_t>>();
+std::set<std::pair<uint64_t, uint64_t>>& Held() {
+  static auto* held = new std::set<std::pair<uint64_t, uint64_t>>();
   return *held;
 }
-
-constexpr const char* kCompanions[] = {"-wal", "-shm", "-journal"};
+bool IsHeld(const struct stat& st) {
+  return Held().count({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)}) != 0;
+}
 
 bool Exists(const std::string& p) {
   struct stat st;
   return ::lstat(p.c_str(), &st) == 0;
+}
+
+// The canonical spelling of a path whose final component may not exist yet.
+Result<std::string> CanonicalPath(const std::string& path) {
+  if (path.empty()) return Status::InvalidArgument("database path is empty");
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) != nullptr) return std::string(buf);
+  if (errno != ENOENT) {
+    return Status::InvalidArgument("cannot resolve database path '" + path + "': " + Errno());
+  }
+  // The file does not exist yet: canonicalise its directory.
+  std::string dir = ".";
+  std::string base = path;
+  if (auto slash = path.find_last_of('/'); slash != std::string::npos) {
+    dir = slash == 0 ? "/" : path.substr(0, slash);
+    base = path.substr(slash + 1);
+  }
+  if (base.empty() || base == "." || base == "..") {
+    return Status::InvalidArgument("database path '" + path + "' names a directory");
+  }
+  if (realpath(dir.c_str(), buf) == nullptr) {
+    return Status::InvalidArgument("directory of database path '" + path +
+                                   "' is not usable: " + Errno());
+  }
+  std::string out(buf);
+  if (out != "/") out += '/';
+  return out + base;
 }
 
 }  // namespace
@@ -63,33 +90,8 @@ Status OsErrorStatus(int err, const std::string& what) {
   }
 }
 
-Result<std::string> CanonicalPath(const std::string& path) {
-  if (path.empty()) return Status::InvalidArgument("database path is empty");
-  char buf[PATH_MAX];
-  if (realpath(path.c_str(), buf) != nullptr) return std::string(buf);
-  if (errno != ENOENT) {
-    return Status::InvalidArgument("cannot resolve database path '" + path + "': " + Errno());
-  }
-  // The file does not exist yet: canonicalise its directory.
-  std::string dir = ".";
-  std::string base = path;
-  if (auto slash = path.find_last_of('/'); slash != std::string::npos) {
-    dir = slash == 0 ? "/" : path.substr(0, slash);
-    base = path.substr(slash + 1);
-  }
-  if (base.empty() || base == "." || base == "..") {
-    return Status::InvalidArgument("database path '" + path + "' names a directory");
-  }
-  if (realpath(dir.c_str(), buf) == nullptr) {
-    return Status::InvalidArgument("directory of database path '" + path +
-                                   "' is not usable: " + Errno());
-  }
-  std::string out(buf);
-  if (out != "/") out += '/';
-  return out + base;
-}
-
-Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
+Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path,
+                                                    const std::vector<std::string>& companions) {
   MQLITE_ASSIGN_OR_RETURN(std::string canonical, CanonicalPath(path));
   const std::string lock_path = canonical + ".lock";
   const std::string db_what = "cannot open database '" + canonical + "'";
@@ -109,7 +111,7 @@ Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
     if (!S_ISREG(st.st_mode)) {
       return Status::InvalidArgument("database path '" + canonical + "' is not a regular file");
     }
-    if (Held().count({st.st_dev, st.st_ino}) != 0) {
+    if (IsHeld(st)) {
       return Status::DbLocked("database '" + canonical +
                               "' is already open by another engine in this process (the same "
                               "file, possibly under another name such as a hard link)");
@@ -136,7 +138,8 @@ Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
       if (fd < 0 && errno == ENOENT && attempt < 100) continue;  // deleted meanwhile
     }
     if (fd < 0) {
-      return refuse(OsErrorStatus(errno, db_what + ": cannot create its lock file '" + lock_path + "'"));
+      return refuse(
+          OsErrorStatus(errno, db_what + ": cannot create its lock file '" + lock_path + "'"));
     }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
@@ -169,15 +172,17 @@ Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
   }
 
   // 3. The database file: created if missing (so it has an inode to lock),
-  // then locked through a descriptor kept until the store is destroyed.
-  bool companions[3] = {};
-  for (int i = 0; i < 3; ++i) companions[i] = Exists(canonical + kCompanions[i]);
+  // then locked through a descriptor kept until the lock is destroyed.
+  std::vector<std::string> absent;  // companions that do not exist yet
+  for (const std::string& suffix : companions) {
+    if (!Exists(canonical + suffix)) absent.push_back(canonical + suffix);
+  }
   int fd = -1;
   if (!exists) {
     fd = ::open(canonical.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       lock->created_file_ = true;
-      for (int i = 0; i < 3; ++i) lock->companions_existed_[i] = companions[i];
+      lock->new_companions_ = std::move(absent);
     } else if (errno != EEXIST) {
       return refuse(OsErrorStatus(errno, "cannot create database '" + canonical + "'"));
     }
@@ -186,8 +191,7 @@ Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
     // It existed (or another process created it just now): this process
     // holds no engine on it (checked above, or it did not exist), so opening
     // a descriptor cannot disturb anyone's POSIX locks.
-    if (!exists && ::stat(canonical.c_str(), &st) == 0 &&
-        Held().count({st.st_dev, st.st_ino}) != 0) {
+    if (!exists && ::stat(canonical.c_str(), &st) == 0 && IsHeld(st)) {
       return refuse(Status::DbLocked("database '" + canonical +
                                      "' is already open by another engine in this process"));
     }
@@ -199,7 +203,7 @@ Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
   if (!S_ISREG(st.st_mode)) {
     return refuse(Status::InvalidArgument("database path '" + canonical + "' is not a regular file"));
   }
-  if (Held().count({st.st_dev, st.st_ino}) != 0) {
+  if (IsHeld(st)) {
     // Replaced under us by a file this process holds: closing this
     // descriptor would drop the holder's SQLite locks, so leak it instead.
     lock->db_fd_ = -1;
@@ -216,9 +220,9 @@ Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
     }
     return refuse(OsErrorStatus(err, db_what + ": cannot lock it"));
   }
-  lock->dev_ = st.st_dev;
-  lock->ino_ = st.st_ino;
-  Held().insert({st.st_dev, st.st_ino});
+  lock->dev_ = static_cast<uint64_t>(st.st_dev);
+  lock->ino_ = static_cast<uint64_t>(st.st_ino);
+  Held().insert({lock->dev_, lock->ino_});
   lock->registered_ = true;
   return lock;
 }
@@ -227,9 +231,7 @@ void FileLock::Abandon(std::unique_ptr<FileLock> lock) {
   if (!lock) return;
   // Deleted while both locks are still held.
   if (lock->created_file_) {
-    for (int i = 0; i < 3; ++i) {
-      if (!lock->companions_existed_[i]) ::unlink((lock->canonical_ + kCompanions[i]).c_str());
-    }
+    for (const std::string& companion : lock->new_companions_) ::unlink(companion.c_str());
     ::unlink(lock->canonical_.c_str());
   }
   if (lock->created_lock_ && lock->lock_fd_ >= 0) ::unlink((lock->canonical_ + ".lock").c_str());
@@ -251,4 +253,4 @@ FileLock::~FileLock() {
   }
 }
 
-}  // namespace mqlite::internal
+}  // namespace mqlite

@@ -1,47 +1,53 @@
-// Exclusive ownership of one database file (SPEC §9), in a form any embedded
-// store can reuse (the LMDB store will lock its data file the same way).
+// Exclusive ownership of one database file (SPEC §9), for every embedded
+// store: SQLite locks its database file with it, an LMDB port its data file.
 //
 // Two locks, both flock(2), both taken without waiting:
 //
 // 1. "<canonical path>.lock", the sidecar SPEC §9 names: keyed on the
 //    canonical spelling, so two spellings or a symlink collide before the
 //    database file is even opened.
-// 2. The database file itself, through a descriptor held for the store's
+// 2. The database file itself, through a descriptor held for the lock's
 //    lifetime. flock locks belong to the inode, so a hard link (another
 //    spelling of the same inode, which no canonical path reveals) collides
-//    too. flock is independent of SQLite's POSIX fcntl locks on Linux.
+//    too. flock is independent of the POSIX fcntl locks SQLite and LMDB take.
 //
 // Within one process the second lock is not enough and is dangerous: closing
 // ANY descriptor of a file drops every POSIX lock this process holds on it,
-// SQLite's included. So a process-wide registry of held (device, inode) pairs
-// is consulted with stat(2) before any descriptor is opened, and a file held
-// by another engine in this process is refused with DbLocked without ever
-// being opened. The holder closes its descriptor only after its database
-// connection is closed.
+// the store library's included. So a process-wide registry of held (device,
+// inode) pairs is consulted with stat(2) before any descriptor is opened, and
+// a file held by another engine in this process is refused with DbLocked
+// without ever being opened. LMDB's own rule — never open one environment
+// twice in a process — is kept by the same registry.
 //
 // Both locks die with the process (SIGKILL included), so a crash never leaves
 // the database locked. A sidecar is deleted only by its creator, only while
 // holding its lock, and only on a refused open (Abandon); every locker checks
 // after locking that the sidecar it locked is still the one at the path, so
 // deleting it can never let two engines lock two different inodes.
-#ifndef MQLITE_STORES_SQLITE_SRC_FILE_LOCK_H_
-#define MQLITE_STORES_SQLITE_SRC_FILE_LOCK_H_
+//
+// Use: Acquire before the store library touches the file; open the library on
+// canonical_path(); on a refused open close the library's handles, then
+// Abandon; otherwise destroy the lock after closing them.
+#ifndef MQLITE_FILE_LOCK_H_
+#define MQLITE_FILE_LOCK_H_
 
-#include <sys/types.h>
-
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mqlite/status.h"
 
-namespace mqlite::internal {
+namespace mqlite {
 
 class FileLock {
  public:
   // Canonicalises `path` (the file need not exist; its directory must),
   // refuses a path that is a directory or not a regular file, takes the
   // sidecar lock, creates the database file (empty, 0644) if it is missing so
-  // that it has an inode, and locks it. Errors, each naming the file:
+  // that it has an inode, and locks it. `companions` are the suffixes of files
+  // the store library may create beside it (SQLite: "-wal", "-shm",
+  // "-journal"), for Abandon. Errors, each naming the file:
   //   DbLocked         another engine holds it: in another process (either
   //                    lock), or in this process (same inode, any spelling)
   //   InvalidArgument  empty path, a missing or unusable directory, a
@@ -51,9 +57,10 @@ class FileLock {
   //   StoreFull        no space (or inodes) left to create the file
   //   Unavailable      anything else the OS reports (EMFILE, EIO, ...)
   // A refused Acquire leaves no file behind that did not exist before.
-  static Result<std::unique_ptr<FileLock>> Acquire(const std::string& path);
-  // Releases both locks. The caller must have closed its own handles on the
-  // file first (see the class comment).
+  static Result<std::unique_ptr<FileLock>> Acquire(const std::string& path,
+                                                   const std::vector<std::string>& companions = {});
+  // Releases both locks. REQUIRES: the store library's handles on the file
+  // are closed (see above).
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
@@ -63,8 +70,8 @@ class FileLock {
   bool created_file() const { return created_file_; }
 
   // For a refused open, after the caller closed its handles: deletes what
-  // this open created — the database file and its "-wal", "-shm" and
-  // "-journal" companions if Acquire created the file, and the sidecar if
+  // this open created — the database file and those of its companions that
+  // did not exist before, if Acquire created the file, and the sidecar if
   // Acquire created it — then releases the locks (consumes the lock).
   static void Abandon(std::unique_ptr<FileLock> lock);
 
@@ -72,24 +79,22 @@ class FileLock {
   FileLock() = default;
   int lock_fd_ = -1;  // the sidecar
   int db_fd_ = -1;    // the database file
-  dev_t dev_ = 0;
-  ino_t ino_ = 0;
+  uint64_t dev_ = 0;
+  uint64_t ino_ = 0;
   bool registered_ = false;  // (dev_, ino_) is in the process registry
   bool created_lock_ = false;
   bool created_file_ = false;
-  bool companions_existed_[3] = {};  // -wal, -shm, -journal before the open
+  std::vector<std::string> new_companions_;  // paths Abandon removes
   std::string canonical_;
 };
 
-// The status for an OS error `err` while doing `what` (which names the
-// file): InvalidArgument for what the caller must fix (EACCES, EPERM, EROFS,
-// ENOENT, ...), StoreFull for ENOSPC, EDQUOT and EFBIG, Unavailable for the
-// rest. Shared with the store's ToStatus, so both map errno alike.
+// The status for OS error `err` while doing `what` (which names the file):
+// InvalidArgument for what the caller must fix (EACCES, EPERM, EROFS, ENOENT,
+// ENOTDIR, EISDIR, ENAMETOOLONG, ELOOP), StoreFull for ENOSPC, EDQUOT and
+// EFBIG, Unavailable for the rest. For a store's ToStatus of errno-valued
+// errors (LMDB returns them), so every store maps errno alike.
 Status OsErrorStatus(int err, const std::string& what);
 
-// The canonical spelling of a path whose final component may not exist yet.
-Result<std::string> CanonicalPath(const std::string& path);
+}  // namespace mqlite
 
-}  // namespace mqlite::internal
-
-#endif  // MQLITE_STORES_SQLITE_SRC_FILE_LOCK_H_
+#endif  // MQLITE_FILE_LOCK_H_

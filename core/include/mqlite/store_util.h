@@ -1,0 +1,194 @@
+// Queue rules for store implementers: policy in core, mechanism in stores.
+//
+// Every store makes the same decisions about a message row: may this settle
+// touch it, where does an abandoned message go, is a claim candidate
+// delivered or retired, which dead letters does retention drop, what does a
+// redriven copy look like. They are made here, once, as small pure functions
+// over the row's fields and the request ("verdicts"). A store reads its row,
+// asks for the verdict and applies it with its own writes (SQL statements,
+// B-tree puts, map updates); the store.h contract it implements stays the
+// store's. Each comment cites the SPEC § (docs/spec.md) it decides.
+//
+// Also here: RunGate, the cancellable wait at the start of Store::Run
+// (RunOptions, SPEC §10), and NativeHandleAs, the typed accessor behind a
+// store's native-handle function (SPEC §8).
+//
+// Thread-safety: the functions are pure; a RunGate may be used from any thread.
+#ifndef MQLITE_STORE_UTIL_H_
+#define MQLITE_STORE_UTIL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mqlite/status.h"
+#include "mqlite/store.h"
+#include "mqlite/types.h"
+
+namespace mqlite {
+
+class TxContext;
+
+// The fields of a stored message that the rules read. A store's row type may
+// derive from it (both in-tree stores do) or fill one per decision.
+struct RowFacts {
+  MessageState state = MessageState::kActive;
+  int32_t delivery_count = 0;
+  int64_t expires_at = 0;    // 0 = never
+  int64_t locked_until = 0;  // locked rows only
+  LockToken token;           // locked rows only
+};
+
+// SPEC §3: the message's TTL has passed (expires_at == 0 never expires).
+inline bool Expired(const RowFacts& row, int64_t now) {
+  return row.expires_at > 0 && row.expires_at <= now;
+}
+// SPEC §7.4: the message has used every delivery its queue allows.
+inline bool DeliveriesExhausted(const RowFacts& row, const QueueConfig& config) {
+  return row.delivery_count >= config.max_delivery_count;
+}
+// A claim at `now` would deliver it rather than retire it (DecideClaim's
+// kDeliver). Stats' oldest claimable counts only heads for which this holds.
+inline bool WouldDeliver(const RowFacts& row, const QueueConfig& config, int64_t now) {
+  return !Expired(row, now) && !DeliveriesExhausted(row, config);
+}
+
+// What a store does to one row. Each Decide* says which actions it returns.
+struct Verdict {
+  enum class Action {
+    kDeliver,     // Claim: lock it (PeekLock), or delete and return it
+    kUnlock,      // locked → `to`, token and lease cleared
+    kRenew,       // stays locked until `locked_until`
+    kDeadLetter,  // → dead-lettered (`reason`, `description`, dead_lettered_at
+                  //   = now), token and lease cleared, headship passes on
+    kDelete,      // the row goes, headship passes on
+  };
+  Action action = Action::kDeliver;
+  MessageState to = MessageState::kActive;  // kUnlock: active, deferred or scheduled
+  int64_t visible_at = 0;                   // kUnlock to scheduled
+  int64_t locked_until = 0;                 // kRenew
+  std::string_view reason;                  // kDeadLetter: a constant or the request's
+  std::optional<std::string> description;   // kDeadLetter
+};
+
+// SPEC §3 TTL (StoreTxn::ExpireMessages, and Claim's expired candidates):
+// kDeadLetter (kReasonTtlExpired) if the queue dead-letters on expiry, else
+// kDelete.
+Verdict DecideExpire(const QueueConfig& config);
+
+// SPEC §5, §7.4 (StoreTxn::Claim), for one candidate — an active head: TTL
+// expired → DecideExpire; out of deliveries → kDeadLetter
+// (kReasonMaxDelivery); else kDeliver. A retired candidate does not count
+// towards max_messages.
+Verdict DecideClaim(const RowFacts& candidate, const QueueConfig& config, int64_t now);
+
+// SPEC §6 lease expiry, §7.1 recovery (StoreTxn::ReclaimLocks), for a locked
+// row: out of deliveries → kDeadLetter (kReasonMaxDelivery); else kUnlock to
+// active.
+Verdict DecideReclaim(const RowFacts& locked, const QueueConfig& config);
+
+// SPEC §6 (StoreTxn::Settle). `row` is message req.seq of this queue, nullptr
+// if there is none. LockLost naming the seq unless the row is locked under
+// exactly req.token with locked_until > req.now — whether or not maintenance
+// ran. Otherwise, by req.op:
+//   Complete → kDelete
+//   Abandon  → out of deliveries: kDeadLetter (kReasonMaxDelivery); else
+//              kUnlock to active (delay 0) or to scheduled at now + delay
+//   Reject   → kDeadLetter (req.reason, req.description)
+//   Defer    → kUnlock to deferred
+//   Renew    → kRenew until max(locked_until, req.renew_until)
+Result<Verdict> DecideSettle(const RowFacts* row, const QueueConfig& config,
+                             const SettleRequest& req);
+// What Settle returns once a DecideSettle verdict is applied.
+SettleResult SettleResultOf(const Verdict& verdict);
+
+// The refusals of single-message operations: OK, or NotFound naming `seq`.
+// `row` is the message of this queue, nullptr if there is none.
+//   CancelScheduled (SPEC §4): scheduled and never delivered.
+Status CheckCancelScheduled(const RowFacts* row, int64_t seq);
+//   ClaimDeferred (SPEC §6 ReceiveDeferred): deferred, not expired, deliveries left.
+Status CheckClaimDeferred(const RowFacts* row, const QueueConfig& config, int64_t seq,
+                          int64_t now);
+//   DeadLetterMessage (SPEC §6 operator paths): any live (not dead-lettered) state.
+Status CheckDeadLetterMessage(const RowFacts* row, int64_t seq);
+//   DeleteMessage (SPEC §6 operator paths): any state.
+Status CheckDeleteMessage(const RowFacts* row, int64_t seq);
+
+// SPEC §2 (StoreTxn::UpsertQueue): InvalidArgument if the ordering changes
+// while the queue holds messages (their group keys were fixed at send).
+Status CheckOrderingChange(const QueueConfig& stored, const QueueConfig& requested,
+                           bool queue_holds_messages);
+// StoreTxn::Claim: Internal if PeekLock brought fewer tokens than max_messages.
+Status CheckClaimRequest(const ClaimRequest& req);
+
+// SPEC §6 retention (StoreTxn::EnforceRetention). Walk the queue's dead
+// letters oldest dead_lettered_at first, delete each one Evict() accepts, and
+// stop at the first it refuses: everything after is newer, and the DLQ is
+// within every bound.
+class RetentionPass {
+ public:
+  // False when no bound is set: skip the walk (and reading the totals).
+  static bool Bounded(const RetentionBounds& bounds) {
+    return bounds.max_age_ms > 0 || bounds.max_count > 0 || bounds.max_bytes > 0;
+  }
+  // `dlq_count` and `dlq_bytes`: the queue's dead letters and their body bytes.
+  RetentionPass(const RetentionBounds& bounds, int64_t now, int64_t dlq_count, int64_t dlq_bytes)
+      : bounds_(bounds), now_(now), count_(dlq_count), bytes_(dlq_bytes) {}
+  // True if this dead letter must go (it is then counted as gone).
+  bool Evict(int64_t dead_lettered_at, int64_t body_size);
+
+ private:
+  RetentionBounds bounds_;
+  int64_t now_, count_, bytes_;
+};
+
+// SPEC §6 Redrive (StoreTxn::Redrive): the fields a dead letter with
+// `group_id` gets as a new active message of `target` (new seq,
+// delivery_count 0, no dead-letter fields; body, ids, properties, priority
+// and enqueued_at kept). nullopt: skip it — it stays dead-lettered — because
+// a group_fifo target needs a group_id.
+struct RedrivePlan {
+  std::optional<std::string> group_key;  // GroupKeyFor(target ordering); head iff no live member
+  int64_t visible_at = 0;                // now
+  int64_t expires_at = 0;                // now + target default_ttl_ms; 0 = never
+};
+std::optional<RedrivePlan> PlanRedrive(const std::optional<std::string>& group_id,
+                                       const QueueConfig& target, int64_t now);
+
+// The wait at the start of Store::Run: one exclusive holder (a writer) or
+// many shared ones (readers) at a time; a waiting exclusive holds off new
+// shared ones so it cannot starve. Acquire gives up promptly, having done
+// nothing, once options.stop is requested or options.deadline passes:
+// Cancelled, "... while waiting for <what>" (SPEC §10). Every successful
+// Acquire must be paired with a Release of the same mode.
+class RunGate {
+ public:
+  enum class Mode { kExclusive, kShared };
+  Status Acquire(Mode mode, const RunOptions& options, std::string_view what);
+  void Release(Mode mode);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  bool writer_ = false;
+  int readers_ = 0;
+  int writers_waiting_ = 0;
+};
+
+// SPEC §8: tx.native_handle() as `T*`, after checking that the Tx runs on a
+// store whose StoreCapabilities::native_handle_type is `type`. For a store's
+// public accessor (SqliteHandle, MemoryHandle); `caller` names it in errors.
+// InvalidArgument on another kind of store or after the callback returned.
+Result<void*> NativeHandleOf(TxContext& tx, std::string_view type, std::string_view caller);
+template <class T>
+Result<T*> NativeHandleAs(TxContext& tx, std::string_view type, std::string_view caller) {
+  MQLITE_ASSIGN_OR_RETURN(void* handle, NativeHandleOf(tx, type, caller));
+  return static_cast<T*>(handle);
+}
+
+}  // namespace mqlite
+
+#endif  // MQLITE_STORE_UTIL_H_

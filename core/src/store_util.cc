@@ -1,0 +1,220 @@
+#include "mqlite/store_util.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "mqlite/engine.h"
+
+namespace mqlite {
+namespace {
+
+std::string SeqText(int64_t seq) { return "seq " + std::to_string(seq); }
+
+Verdict DeadLetter(std::string_view reason, std::optional<std::string> description = {}) {
+  Verdict v;
+  v.action = Verdict::Action::kDeadLetter;
+  v.reason = reason;
+  v.description = std::move(description);
+  return v;
+}
+
+Verdict Unlock(MessageState to, int64_t visible_at = 0) {
+  Verdict v;
+  v.action = Verdict::Action::kUnlock;
+  v.to = to;
+  v.visible_at = visible_at;
+  return v;
+}
+
+Verdict Simple(Verdict::Action action) {
+  Verdict v;
+  v.action = action;
+  return v;
+}
+
+}  // namespace
+
+Verdict DecideExpire(const QueueConfig& config) {
+  return config.dead_letter_on_expire ? DeadLetter(kReasonTtlExpired)
+                                      : Simple(Verdict::Action::kDelete);
+}
+
+Verdict DecideClaim(const RowFacts& candidate, const QueueConfig& config, int64_t now) {
+  if (Expired(candidate, now)) return DecideExpire(config);
+  if (DeliveriesExhausted(candidate, config)) return DeadLetter(kReasonMaxDelivery);
+  return Simple(Verdict::Action::kDeliver);
+}
+
+Verdict DecideReclaim(const RowFacts& locked, const QueueConfig& config) {
+  if (DeliveriesExhausted(locked, config)) return DeadLetter(kReasonMaxDelivery);
+  return Unlock(MessageState::kActive);
+}
+
+Result<Verdict> DecideSettle(const RowFacts* row, const QueueConfig& config,
+                             const SettleRequest& req) {
+  if (!row || row->state != MessageState::kLocked || !(row->token == req.token) ||
+      row->locked_until <= req.now) {
+    return Status::LockLost(SeqText(req.seq) + " is not locked under this token");
+  }
+  switch (req.op) {
+    case SettleOp::kComplete:
+      return Simple(Verdict::Action::kDelete);
+    case SettleOp::kAbandon:
+      if (DeliveriesExhausted(*row, config)) return DeadLetter(kReasonMaxDelivery);
+      if (req.delay_ms > 0) return Unlock(MessageState::kScheduled, req.now + req.delay_ms);
+      return Unlock(MessageState::kActive);
+    case SettleOp::kReject:
+      return DeadLetter(req.reason, req.description);
+    case SettleOp::kDefer:
+      return Unlock(MessageState::kDeferred);
+    case SettleOp::kRenew: {
+      Verdict v = Simple(Verdict::Action::kRenew);
+      v.locked_until = std::max(row->locked_until, req.renew_until);
+      return v;
+    }
+  }
+  return Status::InvalidArgument("unknown settle operation");
+}
+
+SettleResult SettleResultOf(const Verdict& verdict) {
+  SettleResult r;
+  switch (verdict.action) {
+    case Verdict::Action::kDelete:
+      r.deleted = true;
+      break;
+    case Verdict::Action::kDeadLetter:
+      r.new_state = MessageState::kDeadLettered;
+      break;
+    case Verdict::Action::kUnlock:
+      r.new_state = verdict.to;
+      break;
+    case Verdict::Action::kRenew:
+      r.new_state = MessageState::kLocked;
+      r.locked_until = verdict.locked_until;
+      break;
+    case Verdict::Action::kDeliver:
+      r.new_state = MessageState::kLocked;
+      break;
+  }
+  return r;
+}
+
+Status CheckCancelScheduled(const RowFacts* row, int64_t seq) {
+  if (row && row->state == MessageState::kScheduled && row->delivery_count == 0) {
+    return Status::OK();
+  }
+  return Status::NotFound(SeqText(seq) + " is not a scheduled, never-delivered message");
+}
+
+Status CheckClaimDeferred(const RowFacts* row, const QueueConfig& config, int64_t seq,
+                          int64_t now) {
+  if (!row || row->state != MessageState::kDeferred) {
+    return Status::NotFound(SeqText(seq) + " is not a deferred message");
+  }
+  if (Expired(*row, now)) return Status::NotFound(SeqText(seq) + " has expired (TTL)");
+  if (DeliveriesExhausted(*row, config)) {
+    return Status::NotFound(SeqText(seq) + " has used all " +
+                            std::to_string(config.max_delivery_count) + " deliveries");
+  }
+  return Status::OK();
+}
+
+Status CheckDeadLetterMessage(const RowFacts* row, int64_t seq) {
+  if (row && row->state != MessageState::kDeadLettered) return Status::OK();
+  return Status::NotFound(SeqText(seq) + " is not a live message");
+}
+
+Status CheckDeleteMessage(const RowFacts* row, int64_t seq) {
+  if (row) return Status::OK();
+  return Status::NotFound(SeqText(seq) + " is not a message");
+}
+
+Status CheckOrderingChange(const QueueConfig& stored, const QueueConfig& requested,
+                           bool queue_holds_messages) {
+  if (stored.ordering == requested.ordering || !queue_holds_messages) return Status::OK();
+  return Status::InvalidArgument("queue '" + requested.name + "': ordering cannot change from " +
+                                 std::string(OrderingName(stored.ordering)) + " to " +
+                                 std::string(OrderingName(requested.ordering)) +
+                                 " while the queue holds messages");
+}
+
+Status CheckClaimRequest(const ClaimRequest& req) {
+  if (req.mode == ReceiveMode::kPeekLock &&
+      req.tokens.size() < static_cast<size_t>(std::max(req.max_messages, 0))) {
+    return Status::Internal("Claim: fewer tokens than max_messages");
+  }
+  return Status::OK();
+}
+
+bool RetentionPass::Evict(int64_t dead_lettered_at, int64_t body_size) {
+  const bool over = (bounds_.max_age_ms > 0 && dead_lettered_at <= now_ - bounds_.max_age_ms) ||
+                    (bounds_.max_count > 0 && count_ > bounds_.max_count) ||
+                    (bounds_.max_bytes > 0 && bytes_ > bounds_.max_bytes);
+  if (over) {
+    count_ -= 1;
+    bytes_ -= body_size;
+  }
+  return over;
+}
+
+std::optional<RedrivePlan> PlanRedrive(const std::optional<std::string>& group_id,
+                                       const QueueConfig& target, int64_t now) {
+  if (target.ordering == Ordering::kGroupFifo && !group_id) return std::nullopt;
+  RedrivePlan p;
+  p.group_key = GroupKeyFor(target.ordering, group_id);
+  p.visible_at = now;
+  p.expires_at = target.default_ttl_ms > 0 ? now + target.default_ttl_ms : 0;
+  return p;
+}
+
+Status RunGate::Acquire(Mode mode, const RunOptions& options, std::string_view what) {
+  const bool exclusive = mode == Mode::kExclusive;
+  std::unique_lock<std::mutex> l(mu_);
+  if (exclusive) ++writers_waiting_;
+  auto free = [&] {
+    return exclusive ? !writer_ && readers_ == 0 : !writer_ && writers_waiting_ == 0;
+  };
+  const bool got = options.deadline == std::chrono::steady_clock::time_point::max()
+                       ? cv_.wait(l, options.stop, free)
+                       : cv_.wait_until(l, options.stop, options.deadline, free);
+  if (exclusive) --writers_waiting_;
+  if (!got) {
+    if (exclusive) cv_.notify_all();  // shared holders held off by this one may go
+    return Status::Cancelled(
+        std::string(options.stop.stop_requested() ? "cancelled" : "deadline passed") +
+        " while waiting for " + std::string(what));
+  }
+  if (exclusive) {
+    writer_ = true;
+  } else {
+    ++readers_;
+  }
+  return Status::OK();
+}
+
+void RunGate::Release(Mode mode) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (mode == Mode::kExclusive) {
+      writer_ = false;
+    } else {
+      --readers_;
+    }
+  }
+  cv_.notify_all();
+}
+
+Result<void*> NativeHandleOf(TxContext& tx, std::string_view type, std::string_view caller) {
+  if (tx.native_handle_type() != type) {
+    return Status::InvalidArgument(std::string(caller) + ": this Tx runs on a store whose handle is '" +
+                                   tx.native_handle_type() + "', not '" + std::string(type) + "'");
+  }
+  void* handle = tx.native_handle();
+  if (!handle) {
+    return Status::InvalidArgument(std::string(caller) + ": the Tx callback has returned");
+  }
+  return handle;
+}
+
+}  // namespace mqlite

@@ -1,0 +1,451 @@
+// spec.md §9 shared stores: many engines over one store (the way several
+// processes share a PostgreSQL database). Every test here opens several
+// engines on the fixture's data and skips on an exclusive store. Each checks
+// a guarantee that a single engine cannot break by itself but a shared store
+// can: exactly one claimer wins across engines (G2), group order with
+// producers and consumers in different engines (§5), a dedup key and an
+// attempt id shared by engines (§4, §7.3), an engine opening never stealing
+// another's live lease (§7.1), and a long-poll woken by another engine's
+// commit through the store's change feed (§9).
+#include <algorithm>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "mqlite/tck.h"
+#include "suite_util.h"
+
+namespace mqlite::tck {
+
+int AnchorMultiEngine() { return 0; }
+
+namespace {
+
+using namespace suite;  // NOLINT
+
+// `extra` more engines on the fixture's data (beside the fixture's own).
+template <typename OpenFn>
+std::vector<std::unique_ptr<Engine>> OpenMore(int extra, const OpenFn& open) {
+  std::vector<std::unique_ptr<Engine>> out;
+  for (int k = 0; k < extra; ++k) {
+    auto e = open();
+    EXPECT_TRUE(e.ok()) << "opening engine " << k + 2 << " on the shared store: "
+                        << e.error().ToString();
+    if (!e.ok()) break;
+    out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+// Who holds what, across every engine: the G2 oracle. A seq handed out while
+// another consumer still holds it is a double delivery.
+class HoldOracle {
+ public:
+  explicit HoldOracle(Errors* errors) : errors_(errors) {}
+  void Took(const Message& m, const std::string& who) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto [it, fresh] = held_.emplace(m.seq, who);
+    if (!fresh) {
+      errors_->Add("seq " + std::to_string(m.seq) + " handed to " + who + " while " + it->second +
+                   " still held it");
+    }
+  }
+  void Done(int64_t seq) {
+    std::lock_guard<std::mutex> l(mu_);
+    held_.erase(seq);
+    ++completed_[seq];
+  }
+  std::map<int64_t, int> completed() {
+    std::lock_guard<std::mutex> l(mu_);
+    return completed_;
+  }
+  int64_t total_completed() {
+    std::lock_guard<std::mutex> l(mu_);
+    int64_t n = 0;
+    for (auto& [seq, c] : completed_) n += c;
+    return n;
+  }
+
+ private:
+  Errors* errors_;
+  std::mutex mu_;
+  std::map<int64_t, std::string> held_;
+  std::map<int64_t, int> completed_;
+};
+
+}  // namespace
+
+// G2 across engines: consumers in three engines drain one queue while a
+// fourth engine sends. No message is held by two consumers at once, every
+// message is completed exactly once, none is lost.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec5_G2_MultiEngineClaimOracleExactlyOneClaimerWins, "G2");
+TEST_P(TckMultiEngine, Spec5_G2_MultiEngineClaimOracleExactlyOneClaimerWins) {
+  if (SkipUnlessShared()) return;
+  MakeQueue("jobs");
+  auto engines = OpenMore(3, [this] { return OpenEngine(); });
+  ASSERT_EQ(engines.size(), 3u);
+  constexpr int kMessages = 400;
+  Errors errors;
+  HoldOracle oracle(&errors);
+  std::vector<int64_t> sent;
+  std::mutex sent_mu;
+  const auto give_up = std::chrono::steady_clock::now() + kHangBound;
+
+  std::thread producer([&] {
+    for (int i = 0; i < kMessages && !errors.any(); ++i) {
+      auto seq = SendBody(engine(), "jobs", "m" + std::to_string(i));
+      if (!seq.ok()) {
+        errors.Add("send: " + seq.error().ToString());
+        return;
+      }
+      std::lock_guard<std::mutex> l(sent_mu);
+      sent.push_back(*seq);
+    }
+  });
+  std::vector<std::thread> consumers;
+  for (size_t k = 0; k < engines.size(); ++k) {
+    for (int t = 0; t < 2; ++t) {
+      consumers.emplace_back([&, k, t] {
+        const std::string who = "engine " + std::to_string(k + 2) + " thread " + std::to_string(t);
+        while (!errors.any() && oracle.total_completed() < kMessages) {
+          if (std::chrono::steady_clock::now() > give_up) {
+            errors.Add(who + ": hang bound reached");
+            return;
+          }
+          auto got = ReceiveMany(*engines[k], "jobs", 4);
+          if (!got.ok()) {
+            errors.Add(who + ": receive: " + got.error().ToString());
+            return;
+          }
+          for (const Message& m : *got) oracle.Took(m, who);
+          for (const Message& m : *got) {
+            oracle.Done(m.seq);  // before Complete: once completed, another may see it gone
+            Status s = engines[k]->Complete("jobs", m.seq, m.lock_token);
+            if (!s.ok()) errors.Add(who + ": complete seq " + std::to_string(m.seq) + ": " +
+                                    s.ToString());
+          }
+          if (got->empty()) std::this_thread::yield();
+        }
+      });
+    }
+  }
+  producer.join();
+  for (auto& t : consumers) t.join();
+  errors.ExpectNone();
+  std::map<int64_t, int> completed = oracle.completed();
+  EXPECT_EQ(sent.size(), static_cast<size_t>(kMessages));
+  for (int64_t seq : sent) {
+    EXPECT_EQ(completed[seq], 1) << "seq " << seq << " completed " << completed[seq] << " times";
+  }
+  EXPECT_EQ(completed.size(), sent.size()) << "a completed seq that was never sent";
+  EXPECT_EQ(StatsOk("jobs").total, 0);
+}
+
+// §5 across engines: two producer engines send into the same groups of a
+// group_fifo queue at once; two consumer engines drain it. A group never has
+// two messages out at once, and every group completes in exactly seq order
+// (seqs within a group commit in increasing order, spec.md §9), whichever
+// engine sent each member.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec5_MultiEngineGroupOrderWithProducersAndConsumersApart, "G2",
+                  "G3");
+TEST_P(TckMultiEngine, Spec5_MultiEngineGroupOrderWithProducersAndConsumersApart) {
+  if (SkipUnlessShared()) return;
+  MakeQueue("orders", Ordering::kGroupFifo);
+  auto engines = OpenMore(3, [this] { return OpenEngine(); });
+  ASSERT_EQ(engines.size(), 3u);
+  Engine* producers[2] = {&engine(), engines[0].get()};
+  Engine* consumers[2] = {engines[1].get(), engines[2].get()};
+  constexpr int kGroups = 8;
+  constexpr int kPerGroup = 20;  // per producer and group
+  Errors errors;
+  std::mutex mu;
+  std::map<std::string, std::vector<int64_t>> sent;       // group → seqs sent
+  std::map<std::string, std::vector<int64_t>> completed;  // group → seqs in completion order
+  std::set<std::string> out;                              // groups with a message held
+  int64_t done = 0;
+  const auto give_up = std::chrono::steady_clock::now() + kHangBound;
+
+  std::vector<std::thread> threads;
+  for (int p = 0; p < 2; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < kPerGroup && !errors.any(); ++i) {
+        for (int g = 0; g < kGroups; ++g) {  // both producers send into every group
+          const std::string group = "g" + std::to_string(g);
+          auto seq = SendMsg(*producers[p], "orders", group + "/" + std::to_string(i), group);
+          if (!seq.ok()) {
+            errors.Add("send: " + seq.error().ToString());
+            return;
+          }
+          std::lock_guard<std::mutex> l(mu);
+          sent[group].push_back(*seq);
+        }
+      }
+    });
+  }
+  for (int c = 0; c < 2; ++c) {
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, c] {
+        for (;;) {
+          {
+            std::lock_guard<std::mutex> l(mu);
+            if (errors.any() || done >= 2 * kGroups * kPerGroup) return;
+          }
+          if (std::chrono::steady_clock::now() > give_up) {
+            errors.Add("hang bound reached");
+            return;
+          }
+          auto got = ReceiveMany(*consumers[c], "orders", 4);
+          if (!got.ok()) {
+            errors.Add("receive: " + got.error().ToString());
+            return;
+          }
+          for (const Message& m : *got) {
+            std::lock_guard<std::mutex> l(mu);
+            if (!out.insert(*m.group_id).second) {
+              errors.Add("group " + *m.group_id + " had two messages out at once (seq " +
+                         std::to_string(m.seq) + ")");
+            }
+          }
+          for (const Message& m : *got) {
+            {
+              std::lock_guard<std::mutex> l(mu);
+              out.erase(*m.group_id);
+              completed[*m.group_id].push_back(m.seq);
+              ++done;
+            }
+            Status s = consumers[c]->Complete("orders", m.seq, m.lock_token);
+            if (!s.ok()) errors.Add("complete: " + s.ToString());
+          }
+          if (got->empty()) std::this_thread::yield();
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  errors.ExpectNone();
+  for (int g = 0; g < kGroups; ++g) {
+    const std::string group = "g" + std::to_string(g);
+    std::vector<int64_t>& seqs = sent[group];
+    std::sort(seqs.begin(), seqs.end());
+    EXPECT_EQ(seqs.size(), static_cast<size_t>(2 * kPerGroup)) << group;
+    EXPECT_EQ(completed[group], seqs) << "group " << group << " completed out of seq order";
+  }
+}
+
+// §4 across engines: threads in two engines send the same message ids at
+// once. Each id yields one message; every send of it reports that seq.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec4_MultiEngineDedupKeyYieldsOneMessage, "G4");
+TEST_P(TckMultiEngine, Spec4_MultiEngineDedupKeyYieldsOneMessage) {
+  if (SkipUnlessShared()) return;
+  ASSERT_TRUE(IsOk(CreateQueue(engine(), "in", WithDedup(60'000))));
+  auto engines = OpenMore(1, [this] { return OpenEngine(); });
+  ASSERT_EQ(engines.size(), 1u);
+  Engine* both[2] = {&engine(), engines[0].get()};
+  constexpr int kKeys = 100;
+  Errors errors;
+  std::mutex mu;
+  std::map<int, std::set<int64_t>> seqs_of;
+  std::vector<std::thread> threads;
+  for (int e = 0; e < 2; ++e) {
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, e] {
+        for (int k = 0; k < kKeys && !errors.any(); ++k) {
+          const std::string id = "order-" + std::to_string(k);
+          auto seq = SendMsg(*both[e], "in", "body of " + id, std::nullopt, 0, 0, id);
+          if (!seq.ok()) {
+            errors.Add("send " + id + ": " + seq.error().ToString());
+            return;
+          }
+          std::lock_guard<std::mutex> l(mu);
+          seqs_of[k].insert(*seq);
+        }
+      });
+    }
+  }
+  for (auto& t : threads) t.join();
+  errors.ExpectNone();
+  for (int k = 0; k < kKeys; ++k) {
+    EXPECT_EQ(seqs_of[k].size(), 1u) << "message id order-" << k << " produced "
+                                     << seqs_of[k].size() << " different seqs";
+  }
+  EXPECT_EQ(StatsOk("in").total, kKeys);
+}
+
+// §7.3 across engines: the same attempt id used by two engines at once
+// claims one batch; both calls return exactly it.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec7_3_MultiEngineAttemptIdClaimsOneBatch, "G2", "G4");
+TEST_P(TckMultiEngine, Spec7_3_MultiEngineAttemptIdClaimsOneBatch) {
+  if (SkipUnlessShared()) return;
+  MakeQueue("work");
+  for (int i = 0; i < 10; ++i) SendOk("work", "w" + std::to_string(i));
+  auto engines = OpenMore(1, [this] { return OpenEngine(); });
+  ASSERT_EQ(engines.size(), 1u);
+  Result<std::vector<Message>> got[2] = {Status::Internal("not run"), Status::Internal("not run")};
+  std::thread a([&] { got[0] = ReceiveAttempt(engine(), "work", 4, "attempt-1"); });
+  std::thread b([&] { got[1] = ReceiveAttempt(*engines[0], "work", 4, "attempt-1"); });
+  a.join();
+  b.join();
+  ASSERT_TRUE(IsOk(got[0]));
+  ASSERT_TRUE(IsOk(got[1]));
+  EXPECT_EQ(Seqs(*got[0]), Seqs(*got[1]));
+  ASSERT_EQ(got[0]->size(), 4u);
+  for (size_t i = 0; i < got[0]->size(); ++i) {
+    EXPECT_EQ((*got[0])[i].lock_token, (*got[1])[i].lock_token) << "seq " << (*got[0])[i].seq;
+  }
+  QueueStats st = StatsOk("work");
+  EXPECT_EQ(st.locked, 4) << StatsString(st);
+  EXPECT_EQ(st.active, 6) << StatsString(st);
+}
+
+// §7.1 on a shared store: an engine opening (and receiving) never takes a
+// lease another engine still holds; once the lease lapses it is reclaimed and
+// the old holder's settle is LockLost.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec7_1_MultiEngineOpenNeverStealsALiveLease, "G2", "G6");
+TEST_P(TckMultiEngine, Spec7_1_MultiEngineOpenNeverStealsALiveLease) {
+  if (SkipUnlessShared()) return;
+  MakeQueue("q");
+  const int64_t first = SendOk("q", "one");
+  auto held = ReceiveOk("q");
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_EQ(held[0].seq, first);
+  auto engines = OpenMore(1, [this] { return OpenEngine(); });
+  ASSERT_EQ(engines.size(), 1u);
+  Engine& other = *engines[0];
+  auto none = ReceiveMany(other, "q", 10);
+  ASSERT_TRUE(IsOk(none));
+  EXPECT_TRUE(none->empty()) << "the new engine took seq " << (none->empty() ? 0 : (*none)[0].seq)
+                             << " while its lease was live";
+  ASSERT_TRUE(IsOk(other.RunMaintenance()));
+  EXPECT_TRUE(IsOk(engine().Complete("q", held[0].seq, held[0].lock_token)));
+
+  const int64_t second = SendOk("q", "two");
+  auto lapsing = ReceiveOk("q");
+  ASSERT_EQ(lapsing.size(), 1u);
+  clock().Advance(kLock + 1);
+  auto again = ReceiveMany(other, "q", 10);
+  ASSERT_TRUE(IsOk(again));
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].seq, second);
+  EXPECT_EQ((*again)[0].delivery_count, 2);
+  EXPECT_TRUE(HasCode(engine().Complete("q", second, lapsing[0].lock_token),
+                      StatusCode::kLockLost));
+  EXPECT_TRUE(IsOk(other.Complete("q", second, (*again)[0].lock_token)));
+}
+
+namespace {
+
+// Counts the Claims run through it, per queue, and lets a test wait for the
+// n-th. For the change-feed test: the only way to see a long-poll re-run.
+class ClaimCounter {
+ public:
+  void Claimed(const std::string& queue) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++claims_[queue];
+    cv_.notify_all();
+  }
+  int claims(const std::string& queue) {
+    std::lock_guard<std::mutex> l(mu_);
+    return claims_[queue];
+  }
+  bool WaitFor(const std::string& queue, int n) {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, kHangBound, [&] { return claims_[queue] >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, int> claims_;
+};
+
+// Records the queues one transaction claimed from.
+class CountingTxn final : public StoreTxnWrapper {
+ public:
+  CountingTxn(StoreTxn* target, std::set<std::string>* claimed)
+      : StoreTxnWrapper(target), claimed_(claimed) {}
+  Result<std::vector<Message>> Claim(const QueueRecord& q, const ClaimRequest& r) override {
+    claimed_->insert(q.config.name);
+    return StoreTxnWrapper::Claim(q, r);
+  }
+
+ private:
+  std::set<std::string>* claimed_;
+};
+
+// Counts, per queue, the Runs that claimed from it: one per claiming body
+// however often a wrapper inside it (the rerun harness) runs the body.
+class CountingStore final : public StoreWrapper {
+ public:
+  CountingStore(std::unique_ptr<Store> target, ClaimCounter* counter)
+      : StoreWrapper(std::move(target)), counter_(counter) {}
+
+  Status Run(TxnKind kind, const RunOptions& options,
+             const std::function<Status(StoreTxn&)>& body) override {
+    std::set<std::string> claimed;
+    Status s = StoreWrapper::Run(kind, options, [&](StoreTxn& txn) -> Status {
+      claimed.clear();  // a store re-run starts over
+      CountingTxn counting(&txn, &claimed);
+      return body(counting);
+    });
+    for (const std::string& q : claimed) counter_->Claimed(q);
+    return s;
+  }
+
+ private:
+  ClaimCounter* counter_;
+};
+
+}  // namespace
+
+// §9 change feed: a long-poll in one engine wakes when another engine sends
+// to its queue — with the poll interval at a day, so only the feed can wake
+// it — and sends to another queue do not make it claim again.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec9_MultiEngineLongPollWakesOnAnotherEnginesSend, "G2");
+TEST_P(TckMultiEngine, Spec9_MultiEngineLongPollWakesOnAnotherEnginesSend) {
+  if (SkipUnlessShared()) return;
+  if (!engine().capabilities().change_feed) {
+    GTEST_SKIP() << "capability: the store has no change feed (a long-poll sees other engines' "
+                    "sends at its next poll_interval_ms re-check)";
+  }
+  MakeQueue("waited");
+  MakeQueue("other");
+  ClaimCounter counter;
+  auto store = fixture().Open();
+  ASSERT_TRUE(IsOk(store));
+  // Counting inside the profile's wrappers, so that it sees each engine Run once.
+  std::unique_ptr<Store> s = std::make_unique<CountingStore>(std::move(*store), &counter);
+  if (profile().wrap) s = profile().wrap(std::move(s));
+  EngineOptions options = engine_options();
+  options.poll_interval_ms = 24LL * 3600 * 1000;
+  auto waiter = Engine::Open(std::move(s), options);
+  ASSERT_TRUE(IsOk(waiter));
+  const int before = counter.claims("waited");
+
+  Result<std::vector<Message>> got = Status::Internal("not run");
+  std::thread poll([&] {
+    ReceiveOptions o;
+    o.wait_ms = 20'000;  // the most a Receive may wait (§5); far beyond a wake-up
+    got = (*waiter)->Receive("waited", o);
+  });
+  ASSERT_TRUE(counter.WaitFor("waited", before + 1)) << "the long-poll never claimed";
+  for (int i = 0; i < 5; ++i) SendOk("other", "not for the waiter");
+  const int64_t seq = SendOk("waited", "for the waiter");
+  poll.join();
+  ASSERT_TRUE(IsOk(got));
+  ASSERT_EQ(got->size(), 1u) << "the long-poll was not woken by another engine's send";
+  EXPECT_EQ((*got)[0].seq, seq);
+  // The first claim, and one after the wake-up; the sends to "other" woke
+  // nothing here.
+  EXPECT_EQ(counter.claims("waited") - before, 2)
+      << "sends to another queue made the long-poll claim again";
+  EXPECT_TRUE(IsOk((*waiter)->Close()));
+}
+
+}  // namespace mqlite::tck
