@@ -54,12 +54,14 @@ Result<MaintenanceReport> Maintainer::RunPass(int64_t limit, const CallOptions& 
     report.expired += note(expired);
     report.retention_dropped += note(dropped);
   }
-  int64_t records = 0, freed = 0;
+  int64_t records = 0;
   MQLITE_RETURN_IF_ERROR(writer_->Write(call, [&](StoreTxn& txn) -> Status {
     MQLITE_ASSIGN_OR_RETURN(records, txn.DropExpiredRecords(now_(), limit));
-    MQLITE_ASSIGN_OR_RETURN(freed, txn.ReclaimSpace(limit));
     return Status::OK();
   }));
+  // Outside any transaction (spec.md §1 "Space reclaim"): VACUUM-like work
+  // cannot run inside one.
+  MQLITE_ASSIGN_OR_RETURN(int64_t freed, store_->ReclaimSpace(ToRunOptions(call), limit));
   report.records_dropped = note(records);
   report.space_reclaimed = note(freed);
   if (report.promoted > 0 || report.reclaimed > 0 || report.expired > 0) wake_();

@@ -82,6 +82,17 @@ struct StoreCapabilities {
   bool change_feed = false;
 };
 
+// What happens to the space that deletes free (spec.md §1 "Space reclaim",
+// G7), as a store's kit profile declares it and the kit grades it.
+enum class SpaceMode : int {
+  // Store::ReclaimSpace gives it back: after a drain and maintenance the
+  // store is much smaller than at its peak (SQLite: incremental_vacuum).
+  kShrinks = 0,
+  // It stays allocated but is reused: filling the store again to its old
+  // peak does not grow it (LMDB's free-page list).
+  kReused = 1,
+};
+
 // A queue as the store holds it: the engine-resolved config plus the store's
 // id. Ids are store-assigned, stable for the life of the queue, and never
 // reused for another queue.
@@ -378,14 +389,6 @@ class StoreTxn {
   // index on expiry. Returns how many were deleted.
   virtual Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) = 0;
 
-  // G7: returns up to `budget` units of space freed by deletes to the
-  // filesystem (SQLite: free pages, via incremental_vacuum). Optional: the
-  // default does nothing and returns 0. Returns the units reclaimed.
-  virtual Result<int64_t> ReclaimSpace(int64_t budget) {
-    (void)budget;
-    return int64_t{0};
-  }
-
   // ---- Savepoints and the native handle --------------------------------------
 
   // Runs `body` so that, if it fails, everything it did is undone while the
@@ -468,6 +471,19 @@ class Store {
   virtual Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) {
     (void)on_change;
     return Status::Unimplemented("this store has no change feed");
+  }
+
+  // Housekeeping outside any transaction (spec.md §1 "Space reclaim", G7):
+  // returns up to `budget` units of space freed by deletes to the filesystem
+  // (SQLite: free pages, incremental_vacuum), and does whatever periodic
+  // upkeep the store needs that cannot run inside a transaction (LMDB
+  // compaction, a VACUUM). The engine's maintenance pass calls it after its
+  // transactions, never from inside a Run. Waits for the writer like Run
+  // does, giving up on `options` (Cancelled, nothing done). Returns the units
+  // reclaimed. Default: nothing to do, 0.
+  virtual Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) {
+    (void)options, (void)budget;
+    return int64_t{0};
   }
 };
 
@@ -559,7 +575,6 @@ class StoreTxnWrapper : public StoreTxn {
   Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
     return target_->DropExpiredRecords(now, limit);
   }
-  Result<int64_t> ReclaimSpace(int64_t budget) override { return target_->ReclaimSpace(budget); }
   Status CheckNativeTxnOpen() override { return target_->CheckNativeTxnOpen(); }
   // Runs the savepoint on the target, presenting *this* wrapper to the body so
   // overrides stay in effect inside it.
@@ -580,6 +595,9 @@ class StoreWrapper : public Store {
   StoreCapabilities Capabilities() const override { return target_->Capabilities(); }
   Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) override {
     return target_->Subscribe(std::move(on_change));
+  }
+  Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
+    return target_->ReclaimSpace(options, budget);
   }
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {

@@ -70,7 +70,7 @@ struct Verdict {
   MessageState to = MessageState::kActive;  // kUnlock: active, deferred or scheduled
   int64_t visible_at = 0;                   // kUnlock to scheduled
   int64_t locked_until = 0;                 // kRenew
-  std::string_view reason;                  // kDeadLetter: a constant or the request's
+  std::string reason;                       // kDeadLetter: a constant or the request's (a copy)
   std::optional<std::string> description;   // kDeadLetter
 };
 

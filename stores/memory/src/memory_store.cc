@@ -581,13 +581,6 @@ class MemTxn final : public StoreTxn {
     return total;
   }
 
-  // G7: an erased row, index entry or record frees its memory at once, so
-  // there is nothing left to hand back.
-  Result<int64_t> ReclaimSpace(int64_t budget) override {
-    (void)budget;
-    return int64_t{0};
-  }
-
   // ---- Savepoints and the native handle ----
 
   Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {

@@ -882,8 +882,10 @@ class SqliteTxn final : public StoreTxn {
   }
 
   // G7: incremental_vacuum moves up to `budget` free pages to the end of the
-  // file and truncates it (at the next checkpoint in WAL mode).
-  Result<int64_t> ReclaimSpace(int64_t budget) override {
+  // file and truncates it (at the next checkpoint in WAL mode). Run by
+  // SqliteStore::ReclaimSpace outside any transaction: in autocommit mode the
+  // pragma is its own transaction.
+  Result<int64_t> IncrementalVacuum(int64_t budget) {
     MQLITE_ASSIGN_OR_RETURN(int64_t before, FreelistCount());
     if (before == 0) return int64_t{0};
     std::string sql = "PRAGMA incremental_vacuum(" + std::to_string(std::max<int64_t>(1, budget)) + ")";
@@ -1077,6 +1079,14 @@ class SqliteStore final : public Store {
     Status s = RunLocked(kind, body);
     gate_.Release(RunGate::Mode::kExclusive);
     return s;
+  }
+
+  // spec.md §1 "Space reclaim": between transactions, on the writer.
+  Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
+    MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the SQLite writer"));
+    Result<int64_t> freed = SqliteTxn(conn_.get()).IncrementalVacuum(budget);
+    gate_.Release(RunGate::Mode::kExclusive);
+    return freed;
   }
 
  private:

@@ -92,6 +92,9 @@ struct StoreProfile {
   CrashModel crash = CrashModel::kProcess;
   std::optional<BusinessHooks> business;  // nullopt: §8 business-write tests skip
   std::vector<PerfPin> pins;              // empty: the PIN grade is "untested"
+  // G7: what deletes do to the store's size (mqlite/store.h SpaceMode). The
+  // space test checks reuse always, and shrinking only when kShrinks.
+  SpaceMode space = SpaceMode::kShrinks;
   // Optional: a wrapper applied to every opened Store (the kit's own mutant
   // tests use it to prove the kit fails broken stores).
   std::function<std::unique_ptr<Store>(std::unique_ptr<Store>)> wrap;
