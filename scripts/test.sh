@@ -3,8 +3,10 @@
 # dependencies, then build and test three configurations from CMakePresets.json:
 #
 #   default  RelWithDebInfo, every test (unit, store, integration, packaging)
-#   asan     AddressSanitizer + UBSan, every test
-#   tsan     ThreadSanitizer, the tests labelled `concurrency`
+#   asan     AddressSanitizer + UBSan, every test but the runner's grade
+#            tables (label `grade`: they repeat the kit already run per test)
+#   tsan     ThreadSanitizer, the tests labelled `concurrency` (only their
+#            executables are built)
 #
 # Every stage runs even if an earlier one failed. The output ends with a recap
 # of each stage's ctest summary and then ONE aggregate line in ctest's format,

@@ -872,7 +872,7 @@ class MemoryStore final : public Store {
     c.native_handle_type = kHandleType;
     c.crash_model = "none";
     c.name = "memory";
-    c.change_feed = true;
+    c.change_feed = shared_;  // alone, an engine already wakes its own waiters
     return c;
   }
 
