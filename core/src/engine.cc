@@ -409,11 +409,7 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
   int64_t queue_id = 0;
   for (;;) {
     const uint64_t gen = impl_->WakeGen();
-    uint64_t feed_seq;
-    {
-      std::lock_guard<std::mutex> l(impl_->mu);
-      feed_seq = impl_->feed_seq;
-    }
+    const uint64_t feed_seq = impl_->FeedSeq();
     std::vector<Message> got;
     bool replayed = false;
     MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {

@@ -166,6 +166,13 @@ struct Engine::Impl {
     queue_changed_at[queue_id] = ++feed_seq;
     if (waiters.load() > 0) cv.notify_all();
   }
+  // The change-feed counter now, to pass to QueueChangedSince later; 0 (and
+  // no lock taken) without a feed, when nothing ever changes it.
+  uint64_t FeedSeq() {
+    if (!feed) return 0;
+    std::lock_guard<std::mutex> l(mu);
+    return feed_seq;
+  }
   // Whether queue `queue_id` changed after feed_seq was `since`. Under mu.
   bool QueueChangedSince(int64_t queue_id, uint64_t since) const {
     auto it = queue_changed_at.find(queue_id);
