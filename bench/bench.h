@@ -103,12 +103,51 @@ void TimedLoop(benchmark::State& state, int64_t items_per_iteration, Op op) {
 int64_t DrainRoundRobin(const std::string& name, int64_t queues, int64_t total,
                         const std::function<int64_t(int64_t q)>& take);
 
+// Milliseconds since the Unix epoch (the floors' timestamps).
+int64_t NowMs();
+// Writes v big-endian into out[0..8): byte order is numeric order (LMDB keys).
+inline void PutBigEndian(uint64_t v, void* out) {
+  auto* p = static_cast<unsigned char*>(out);
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (56 - 8 * i));
+}
+uint64_t GetBigEndian(const void* in);
+
 // Registers every workload for `spec`; `core_only` registers just send_one,
 // send_batch, cycle, e2e and outbox_tx (the durability=full run).
 void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only);
-// The floor's send_one, send_batch, cycle and drain (see floor.cc); `spec`
-// registers floor_spec, the floor plus the writes the SPEC obliges.
+
+// A floor: the fewest operations of one database that do the core workloads,
+// the physical limit for the store built on it (floor.cc: raw SQL for the
+// SQLite store; lmdb_floor.cc: raw LMDB for the LMDB store). Failures Die.
+class Floor {
+ public:
+  virtual ~Floor() = default;
+  // One write transaction around several Insert or Complete calls; outside
+  // one, each Insert and Complete commits on its own.
+  virtual void Begin() = 0;
+  virtual void Commit() = 0;
+  virtual void Insert(int64_t queue, const std::string& body) = 0;
+  // Claims up to `max` messages of `queue` under one token and reads their
+  // bodies, in its own commit; returns their seqs.
+  virtual std::vector<int64_t> Claim(int64_t queue, int max) = 0;
+  // Completes `seq`, which the last Claim returned.
+  virtual void Complete(int64_t seq) = 0;
+};
+// Registers the floor workloads send_one, send_batch/{1,10,100,1000}, cycle
+// and drain as `<prefix>/<workload>` (floor_workloads.cc), each on a Floor
+// that `open` makes on a fresh directory.
+void RegisterFloor(const std::string& prefix, const std::string& label, const Scale& scale,
+                   std::function<std::unique_ptr<Floor>(const std::string& dir)> open);
+
+// The labels recorded beside each store's numbers and its floor's.
+std::string SqliteLabel(bool full);
+std::string LmdbLabel(bool full, const std::string& map);
+
+// The raw-SQL floor (floor.cc); `spec` registers floor_spec, the floor plus
+// the writes the SPEC obliges.
 void RegisterFloorWorkloads(bool full_durability, bool spec, const Scale& scale);
+// The raw-LMDB floor (lmdb_floor.cc), lmdb_floor:<durability>.
+void RegisterLmdbFloorWorkloads(bool full_durability, const Scale& scale);
 
 }  // namespace mqlite::bench
 

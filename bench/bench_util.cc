@@ -1,5 +1,6 @@
 #include <malloc.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -98,6 +99,29 @@ int64_t DrainRoundRobin(const std::string& name, int64_t queues, int64_t total,
                                std::to_string(total) + " messages"));
   }
   return drained;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t GetBigEndian(const void* in) {
+  const auto* p = static_cast<const unsigned char*>(in);
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+std::string SqliteLabel(bool full) {
+  return std::string("durability=") + (full ? "full" : "normal") +
+         " synchronous=" + (full ? "FULL" : "NORMAL") + " journal=WAL";
+}
+
+std::string LmdbLabel(bool full, const std::string& map) {
+  return std::string("durability=") + (full ? "full" : "normal") +
+         " flags=" + (full ? "MDB_NOTLS" : "MDB_NOTLS|MDB_NOMETASYNC") + " map=" + map;
 }
 
 std::string Body(size_t bytes, int64_t salt) {

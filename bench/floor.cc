@@ -13,10 +13,11 @@
 // that pages messages by state and seq (§6 Peek by state, which §11 forbids
 // answering with a scan). The gap between the two floors is the price of
 // those guarantees; the gap between floor_spec and the store is the engine's.
+// The workloads themselves are floor_workloads.cc, shared with the LMDB floor.
 #include <sqlite3.h>
 
-#include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,7 @@
 namespace mqlite::bench {
 namespace {
 
-constexpr size_t kBody = 256;
-
-class FloorDb {
+class FloorDb final : public Floor {
  public:
   FloorDb(const std::string& dir, bool full, bool spec) : spec_(spec) {
     const std::string path = dir + "/floor.db";
@@ -66,26 +65,27 @@ class FloorDb {
     begin_ = Prepare("BEGIN IMMEDIATE");
     commit_ = Prepare("COMMIT");
   }
-  ~FloorDb() {
+  ~FloorDb() override {
     for (sqlite3_stmt* s : {insert_, claim_, complete_, begin_, commit_, receipt_}) {
       sqlite3_finalize(s);
     }
     sqlite3_close(db_);
   }
 
-  void Begin() { Done(begin_); }
-  void Commit() { Done(commit_); }
+  void Begin() override { Done(begin_); }
+  void Commit() override { Done(commit_); }
 
-  void Insert(int64_t queue, const std::string& body) {
+  // Outside Begin/Commit: autocommit, one statement, one commit.
+  void Insert(int64_t queue, const std::string& body) override {
     sqlite3_bind_int64(insert_, 1, queue);
-    sqlite3_bind_int64(insert_, 2, Now());
+    sqlite3_bind_int64(insert_, 2, NowMs());
     sqlite3_bind_blob(insert_, 3, body.data(), static_cast<int>(body.size()), SQLITE_STATIC);
     Done(insert_);
   }
 
-  // Claims up to `max` messages of `queue` under one token; returns their seqs.
-  std::vector<int64_t> Claim(int64_t queue, int max) {
-    const int64_t now = Now();
+  // One autocommit UPDATE … RETURNING.
+  std::vector<int64_t> Claim(int64_t queue, int max) override {
+    const int64_t now = NowMs();
     const uint64_t token[2] = {static_cast<uint64_t>(now), ++token_counter_};
     sqlite3_bind_int64(claim_, 1, queue);
     sqlite3_bind_blob(claim_, 2, token, sizeof token, SQLITE_TRANSIENT);
@@ -103,28 +103,27 @@ class FloorDb {
     return seqs;
   }
 
-  // Completes `seq`, claimed by the last Claim.
-  void Complete(int64_t seq) {
+  // Outside Begin/Commit: autocommit, except that floor_spec's delete and
+  // its receipt commit together.
+  void Complete(int64_t seq) override {
+    const bool own_txn = spec_ && sqlite3_get_autocommit(db_);
+    if (own_txn) Begin();
     sqlite3_bind_int64(complete_, 1, seq);
     sqlite3_bind_blob(complete_, 2, last_token_, sizeof last_token_, SQLITE_STATIC);
     Done(complete_);
     if (sqlite3_changes(db_) != 1) Fail("complete: lock lost");
     if (spec_) {  // key: seq big-endian, then the token (the store's key leads the same way)
       unsigned char key[8 + sizeof last_token_];
-      for (int i = 0; i < 8; ++i) key[i] = static_cast<unsigned char>(static_cast<uint64_t>(seq) >> (56 - 8 * i));
+      PutBigEndian(static_cast<uint64_t>(seq), key);
       std::memcpy(key + 8, last_token_, sizeof last_token_);
       sqlite3_bind_blob(receipt_, 1, key, sizeof key, SQLITE_TRANSIENT);
-      sqlite3_bind_int64(receipt_, 2, Now() + 30 * 60 * 1000);
+      sqlite3_bind_int64(receipt_, 2, NowMs() + 30 * 60 * 1000);
       Done(receipt_);
     }
+    if (own_txn) Commit();
   }
 
  private:
-  static int64_t Now() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
   [[noreturn]] void Fail(const std::string& what) {
     Die("floor: " + what, Status::Internal(db_ ? sqlite3_errmsg(db_) : "no connection"));
   }
@@ -152,88 +151,13 @@ class FloorDb {
   int64_t body_bytes_ = 0;
 };
 
-void SendOne(benchmark::State& state, const std::string& name, bool full, bool spec) {
-  FloorDb db(FreshDir(name), full, spec);
-  const std::string body = Body(kBody, 1);
-  TimedLoop(state, 1, [&] { db.Insert(1, body); });  // autocommit: one statement, one commit
-}
-
-void SendBatch(benchmark::State& state, const std::string& name, bool full, bool spec) {
-  const int64_t n = state.range(0);
-  FloorDb db(FreshDir(name), full, spec);
-  std::vector<std::string> bodies;
-  for (int64_t i = 0; i < n; ++i) bodies.push_back(Body(kBody, i));
-  TimedLoop(state, n, [&] {
-    db.Begin();
-    for (const std::string& b : bodies) db.Insert(1, b);
-    db.Commit();
-  });
-}
-
-void Cycle(benchmark::State& state, const std::string& name, bool full, bool spec) {
-  FloorDb db(FreshDir(name), full, spec);
-  const std::string body = Body(kBody, 1);
-  TimedLoop(state, 1, [&] {
-    db.Insert(1, body);
-    std::vector<int64_t> seqs = db.Claim(1, 1);
-    if (seqs.size() != 1) Die(name, Status::Internal("claim returned no message"));
-    if (spec) db.Begin();  // the delete and its receipt commit together
-    db.Complete(seqs[0]);
-    if (spec) db.Commit();
-  });
-}
-
-void Drain(benchmark::State& state, const std::string& name, bool full, bool spec) {
-  const int64_t total = state.range(0), queues = state.range(1);
-  FloorDb db(FreshDir(name), full, spec);
-  Progress fill(name + " fill", total);
-  for (int64_t q = 0; q < queues; ++q) {
-    for (int64_t done = 0; done < total / queues;) {
-      db.Begin();
-      for (int64_t i = 0; i < 1'000 && done < total / queues; ++i, ++done) {
-        db.Insert(q, Body(kBody, done));
-      }
-      db.Commit();
-    }
-    fill.Update((q + 1) * (total / queues));
-  }
-  Counters counters;
-  counters.Start();
-  int64_t drained = 0;
-  for (auto _ : state) {
-    drained = DrainRoundRobin(name, queues, total, [&](int64_t q) -> int64_t {
-      std::vector<int64_t> seqs = db.Claim(q, 16);
-      if (seqs.empty()) return 0;
-      db.Begin();
-      for (int64_t seq : seqs) db.Complete(seq);
-      db.Commit();
-      return static_cast<int64_t>(seqs.size());
-    });
-  }
-  counters.Finish(state, drained);
-}
-
 }  // namespace
 
 void RegisterFloorWorkloads(bool full, bool spec, const Scale& scale) {
-  const std::string p =
-      std::string(spec ? "floor_spec:" : "floor:") + (full ? "full" : "normal") + "/";
-  const std::string label = std::string("durability=") + (full ? "full" : "normal") +
-                            " synchronous=" + (full ? "FULL" : "NORMAL") + " journal=WAL";
-  auto reg = [&](const std::string& name, auto fn) {
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, name, label](benchmark::State& s) {
-      fn(s, name);
-      s.SetLabel(label);
-    });
-    b->Unit(benchmark::kMicrosecond)->UseRealTime();
-    return b;
-  };
-  reg(p + "send_one", [full, spec](benchmark::State& s, const std::string& n_) { SendOne(s, n_, full, spec); })->MinTime(scale.min_time_s);
-  reg(p + "send_batch", [full, spec](benchmark::State& s, const std::string& n_) { SendBatch(s, n_, full, spec); })
-      ->Arg(1)->Arg(10)->Arg(100)->Arg(1000)->MinTime(scale.min_time_s);
-  reg(p + "cycle", [full, spec](benchmark::State& s, const std::string& n_) { Cycle(s, n_, full, spec); })->MinTime(scale.min_time_s);
-  reg(p + "drain", [full, spec](benchmark::State& s, const std::string& n_) { Drain(s, n_, full, spec); })
-      ->Args({scale.drain_total, scale.drain_queues})->Iterations(1);
+  RegisterFloor(std::string(spec ? "floor_spec:" : "floor:") + (full ? "full" : "normal"),
+                SqliteLabel(full), scale, [full, spec](const std::string& dir) {
+                  return std::make_unique<FloorDb>(dir, full, spec);
+                });
 }
 
 }  // namespace mqlite::bench

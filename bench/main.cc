@@ -1,10 +1,12 @@
 // mqlite-bench: the same Google Benchmark workloads on every store (SPEC §11),
-// plus the raw-SQL floor. Writes Google Benchmark's JSON with
-// --benchmark_out=FILE --benchmark_out_format=json; bench/report.py turns that
-// into docs/benchmarks.md. scripts/bench.sh does both.
+// plus the raw-SQL floor and the raw-LMDB floor. Writes Google Benchmark's
+// JSON with --benchmark_out=FILE --benchmark_out_format=json; bench/report.py
+// turns that into docs/benchmarks.md. scripts/bench.sh does both.
 //
-//   mqlite-bench [--scale=full|smoke] [--data-dir=DIR] [--stores=sqlite,memory,floor]
+//   mqlite-bench [--scale=full|smoke] [--data-dir=DIR]
+//                [--stores=sqlite,memory,floor,lmdb,lmdb_floor]
 //                [--no-full-durability] [Google Benchmark flags...]
+#include <lmdb.h>
 #include <sqlite3.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "mqlite/lmdb.h"
 #include "mqlite/memory.h"
 #include "mqlite/sqlite.h"
 
@@ -64,11 +67,6 @@ std::string Kernel() {
   return std::string(u.sysname) + " " + u.release;
 }
 
-std::string SqliteLabel(bool full) {
-  return std::string("durability=") + (full ? "full" : "normal") +
-         " synchronous=" + (full ? "FULL" : "NORMAL") + " journal=WAL";
-}
-
 StoreSpec SqliteSpec(bool full) {
   StoreSpec s;
   s.name = std::string("sqlite:") + (full ? "full" : "normal");
@@ -105,6 +103,44 @@ StoreSpec SqliteSpec(bool full) {
   return s;
 }
 
+StoreSpec LmdbSpec(bool full) {
+  StoreSpec s;
+  s.name = std::string("lmdb:") + (full ? "full" : "normal");
+  s.label = LmdbLabel(full, "grow from " + std::to_string(LmdbOptions{}.initial_map_bytes >> 20) +
+                                " MiB");
+  s.open = [full](const std::string& dir) {
+    LmdbOptions o;
+    o.dir = dir;
+    o.durability = full ? Durability::kFull : Durability::kNormal;
+    return OpenLmdbStore(o);
+  };
+  // The application's own sub-database in the store's environment: created
+  // once (the DBI is usable by later transactions after this one commits) ...
+  s.prepare_business = [](TxContext& tx) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(MDB_txn * txn, LmdbHandle(tx));
+    MDB_dbi orders = 0;
+    if (int rc = mdb_dbi_open(txn, "orders", MDB_CREATE, &orders); rc != 0) {
+      return Status::Internal(std::string("create orders: ") + mdb_strerror(rc));
+    }
+    return Status::OK();
+  };
+  // ... then, as an application does, opened by name and written in the Tx.
+  s.insert_business = [](TxContext& tx, int64_t i) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(MDB_txn * txn, LmdbHandle(tx));
+    MDB_dbi orders = 0;
+    int rc = mdb_dbi_open(txn, "orders", 0, &orders);
+    if (rc == 0) {
+      unsigned char key[8];
+      PutBigEndian(static_cast<uint64_t>(i), key);
+      MDB_val k{sizeof key, key}, v{6, const_cast<char*>("widget")};
+      rc = mdb_put(txn, orders, &k, &v, 0);
+    }
+    if (rc != 0) return Status::Internal(std::string("insert order: ") + mdb_strerror(rc));
+    return Status::OK();
+  };
+  return s;
+}
+
 StoreSpec MemorySpec() {
   StoreSpec s;
   s.name = "memory:none";
@@ -120,7 +156,8 @@ StoreSpec MemorySpec() {
 int Usage(const std::string& bad) {
   std::cerr << "mqlite-bench: unknown or malformed option '" << bad << "'\n"
             << "usage: mqlite-bench [--scale=full|smoke] [--data-dir=DIR]\n"
-            << "                    [--stores=sqlite,memory,floor] [--no-full-durability]\n"
+            << "                    [--stores=sqlite,memory,floor,lmdb,lmdb_floor]\n"
+            << "                    [--no-full-durability]\n"
             << "                    [Google Benchmark flags, e.g. --benchmark_out=r.json\n"
             << "                     --benchmark_out_format=json --benchmark_filter=REGEX]\n";
   return 2;
@@ -133,7 +170,8 @@ int main(int argc, char** argv) {
   using namespace mqlite::bench;  // NOLINT(build/namespaces)
   Scale scale = FullScale();
   std::string data_dir = "mqlite-bench-data";
-  std::set<std::string> stores = {"sqlite", "memory", "floor"};
+  const std::set<std::string> known = {"sqlite", "memory", "floor", "lmdb", "lmdb_floor"};
+  std::set<std::string> stores = known;
   bool full_durability = true;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -157,7 +195,7 @@ int main(int argc, char** argv) {
       stores.clear();
       std::stringstream ss(*v);
       for (std::string s; std::getline(ss, s, ',');) {
-        if (s != "sqlite" && s != "memory" && s != "floor") return Usage(a);
+        if (!known.count(s)) return Usage(a);
         stores.insert(s);
       }
     } else if (a == "--no-full-durability") {
@@ -185,6 +223,7 @@ int main(int argc, char** argv) {
 
   benchmark::AddCustomContext("mqlite_version", "0.1.0");
   benchmark::AddCustomContext("sqlite_version", sqlite3_libversion());
+  benchmark::AddCustomContext("lmdb_version", mdb_version(nullptr, nullptr, nullptr));
   benchmark::AddCustomContext("kernel", Kernel());
   benchmark::AddCustomContext("cpu_model", CpuModel());
   benchmark::AddCustomContext("filesystem", FilesystemOf(data_dir));
@@ -199,11 +238,19 @@ int main(int argc, char** argv) {
     RegisterEngineWorkloads(SqliteSpec(false), scale, /*core_only=*/false);
     if (full_durability) RegisterEngineWorkloads(SqliteSpec(true), scale, /*core_only=*/true);
   }
+  if (stores.count("lmdb")) {
+    RegisterEngineWorkloads(LmdbSpec(false), scale, /*core_only=*/false);
+    if (full_durability) RegisterEngineWorkloads(LmdbSpec(true), scale, /*core_only=*/true);
+  }
   if (stores.count("memory")) RegisterEngineWorkloads(MemorySpec(), scale, false);
   if (stores.count("floor")) {
     RegisterFloorWorkloads(false, false, scale);
     RegisterFloorWorkloads(false, true, scale);
     if (full_durability) RegisterFloorWorkloads(true, false, scale);
+  }
+  if (stores.count("lmdb_floor")) {
+    RegisterLmdbFloorWorkloads(false, scale);
+    if (full_durability) RegisterLmdbFloorWorkloads(true, scale);
   }
   std::cerr << "mqlite-bench: scale " << scale.name << ", data in " << data_dir
             << " (filesystem " << FilesystemOf(data_dir) << ")" << std::endl;

@@ -83,7 +83,7 @@ mqlite_install_component(sqlite   TARGET mqlite_sqlite   INCLUDE_DIR stores/sqli
 mqlite_install_component(memory   TARGET mqlite_memory   INCLUDE_DIR stores/memory/include)
 mqlite_install_component(tck      TARGET mqlite_tck      INCLUDE_DIR tck/include            DEPENDENCIES GTest Threads)
 # When they land (targets that do not exist are skipped):
-# mqlite_install_component(lmdb     TARGET mqlite_lmdb     INCLUDE_DIR stores/lmdb/include    DEPENDENCIES LMDB FIND_MODULES cmake/FindLMDB.cmake)
+mqlite_install_component(lmdb     TARGET mqlite_lmdb     INCLUDE_DIR stores/lmdb/include    DEPENDENCIES LMDB FIND_MODULES cmake/FindLMDB.cmake)
 # mqlite_install_component(postgres TARGET mqlite_postgres INCLUDE_DIR stores/postgres/include DEPENDENCIES PostgreSQL)
 
 # ---- Package config and version ---------------------------------------------

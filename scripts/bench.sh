@@ -4,7 +4,8 @@
 #   bash scripts/bench.sh [mqlite-bench options...]
 #
 # Installs what is missing, builds mqlite-bench with the `default` preset,
-# runs every workload on every store plus the raw-SQL floor in ONE process
+# runs every workload on every store (SQLite, LMDB, memory) plus the raw-SQL
+# and raw-LMDB floors in ONE process
 # (ratios are only meaningful within one run on these shared machines), keeps
 # the JSON in docs/benchmarks/results.json and turns it into
 # docs/benchmarks.md and the SVG plots beside it. Data files go to

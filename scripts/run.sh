@@ -3,7 +3,7 @@
 # `default` preset (RelWithDebInfo, build/default), then
 #   1. grade the embedded stores with the conformance kit (SPEC §12): the
 #      mqlite-tck runner prints a progress line per test and the G1–G8 grade
-#      table for the SQLite store and the in-memory store;
+#      table for the SQLite store, the LMDB store and the in-memory store;
 #   2. run the quickstart example: a tour of the API on an SQLite file, with
 #      throughput numbers.
 # Exits non-zero if either grade has a failing test or the quickstart fails.
@@ -17,7 +17,7 @@ cmake --preset default
 cmake --build --preset default --target mqlite_tck_runner mqlite_quickstart
 
 status=0
-for store in sqlite memory; do
+for store in sqlite lmdb memory; do
   printf '\n==== conformance grade: %s ====\n' "$store"
   build/default/tck/runner/mqlite-tck --store "$store" \
     --json "build/default/tck/runner/grade-$store.json" || status=1

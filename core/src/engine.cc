@@ -202,11 +202,21 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
   impl->clock = options.clock ? options.clock : SystemClock();
   impl->caps = impl->store->Capabilities();
   Impl* i = impl.get();
+  // spec.md §9: engines sharing a store agree on the retention defaults.
+  // First, so that a refused engine has written nothing.
+  if (i->caps.engine_registry) {
+    auto reg = i->store->RegisterEngine(internal::EngineDefaultsOf(options));
+    if (reg) {
+      i->registration = std::move(*reg);
+    } else if (reg.error().code() != StatusCode::kUnimplemented) {
+      return reg.error().WithContext("Engine::Open");
+    }
+  }
   i->writer = std::make_unique<internal::GroupCommit>(i->store.get(), options.group_commit_max,
                                                       i->caps.write_concurrency);
   i->maintainer = std::make_unique<internal::Maintainer>(
-      i->store.get(), i->writer.get(), &i->options, [i] { return i->Now(); },
-      [i] { i->Wake(); });
+      i->store.get(), i->writer.get(), &i->options, i->caps.maintenance_lock,
+      [i] { return i->Now(); }, [i] { i->Wake(); });
 
   // SPEC §7.1: an exclusive store has no other live engine, so every locked
   // row is an orphan of a dead process. A shared store reclaims only expired
@@ -257,8 +267,9 @@ Status Engine::Close() {
     std::unique_lock<std::mutex> l(i->mu);
     i->cv.wait(l, [&] { return i->inflight.load() == 0; });
   }
-  i->feed.reset();   // no more wake-ups from the store
-  i->store.reset();  // releases an embedded store's file lock
+  i->feed.reset();          // no more wake-ups from the store
+  i->registration.reset();  // other engines may now use other defaults (spec.md §9)
+  i->store.reset();         // releases an embedded store's file lock
   std::lock_guard<std::mutex> l(i->mu);
   i->close_done = true;
   i->cv.notify_all();

@@ -55,6 +55,10 @@ struct Engine::Impl {
   EngineOptions options;
   Clock* clock = nullptr;
   StoreCapabilities caps;
+  // This engine's registration with a shared store (Store::RegisterEngine,
+  // spec.md §9), withdrawn at Close; declared after `store`, so a failed
+  // Open drops it first too.
+  std::unique_ptr<EngineRegistration> registration;
 
   // The waits below sleep under mu; never held across a store call. The
   // counters are atomics so a call's admission and Wake() take no lock on

@@ -1,6 +1,7 @@
 #include "maintenance.h"
 
 #include <chrono>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -10,10 +11,11 @@
 namespace mqlite::internal {
 
 Maintainer::Maintainer(Store* store, GroupCommit* writer, const EngineOptions* options,
-                       std::function<int64_t()> now, std::function<void()> wake)
+                       bool lock_queues, std::function<int64_t()> now, std::function<void()> wake)
     : store_(store),
       writer_(writer),
       options_(options),
+      lock_queues_(lock_queues),
       now_(std::move(now)),
       wake_(std::move(wake)) {}
 
@@ -32,6 +34,21 @@ Result<MaintenanceReport> Maintainer::RunPass(int64_t limit, const CallOptions& 
     return n;
   };
   for (const QueueRecord& listed : queues) {
+    // spec.md §9: engines sharing a store take turns per queue. A queue
+    // another engine is maintaining is skipped: that engine does the work.
+    // The lock is held until this queue's transaction has committed.
+    std::unique_ptr<MaintenanceLock> held;
+    if (lock_queues_) {
+      auto lock = store_->TryLockMaintenance(listed.id);
+      if (!lock && lock.error().code() != StatusCode::kUnimplemented) {
+        return lock.error().WithContext(QueueLabel(listed.config.name) + ": maintenance lock");
+      }
+      if (lock && !*lock) {
+        ++report.queues_skipped;
+        continue;
+      }
+      if (lock) held = std::move(*lock);
+    }
     // Counted outside the body: a body the store re-runs must not count twice.
     int64_t promoted = 0, reclaimed = 0, expired = 0, dropped = 0;
     Status s = writer_->Write(call, [&](StoreTxn& txn) -> Status {
@@ -40,6 +57,9 @@ Result<MaintenanceReport> Maintainer::RunPass(int64_t limit, const CallOptions& 
         // Deleted since we listed it: nothing to maintain.
         return q.error().code() == StatusCode::kQueueNotFound ? Status::OK() : q.error();
       }
+      // Deleted and created again since: not the queue listed (and locked);
+      // the next pass maintains the new one.
+      if (q->id != listed.id) return Status::OK();
       const int64_t now = now_();
       MQLITE_ASSIGN_OR_RETURN(promoted, txn.PromoteDue(*q, now, limit));
       MQLITE_ASSIGN_OR_RETURN(reclaimed, txn.ReclaimLocks(*q, now, false, limit));

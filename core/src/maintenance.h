@@ -7,7 +7,10 @@
 //
 // Owns: the maintenance thread and its sleep. Every write goes through the
 // engine's GroupCommit, one short transaction per queue, so the writer stays
-// available and a failed pass loses only its own uncommitted queue.
+// available and a failed pass loses only its own uncommitted queue. On a
+// store with a maintenance lock (spec.md §9) each queue's transaction runs
+// under that queue's try-lock, and a queue another engine holds is skipped
+// (MaintenanceReport::queues_skipped).
 #ifndef MQLITE_CORE_SRC_MAINTENANCE_H_
 #define MQLITE_CORE_SRC_MAINTENANCE_H_
 
@@ -27,10 +30,12 @@ namespace mqlite::internal {
 
 class Maintainer {
  public:
-  // None of the pointers is owned; all must outlive this object. `now` reads
-  // the engine's (saturated) clock; `wake` tells long-poll waiters that
-  // messages may have become eligible.
-  Maintainer(Store* store, GroupCommit* writer, const EngineOptions* options,
+  // None of the pointers is owned; all must outlive this object.
+  // `lock_queues`: take Store::TryLockMaintenance per queue
+  // (StoreCapabilities::maintenance_lock). `now` reads the engine's
+  // (saturated) clock; `wake` tells long-poll waiters that messages may have
+  // become eligible.
+  Maintainer(Store* store, GroupCommit* writer, const EngineOptions* options, bool lock_queues,
              std::function<int64_t()> now, std::function<void()> wake);
   ~Maintainer();  // Stop()s
   Maintainer(const Maintainer&) = delete;
@@ -51,6 +56,7 @@ class Maintainer {
   Store* const store_;
   GroupCommit* const writer_;
   const EngineOptions* const options_;
+  const bool lock_queues_;
   const std::function<int64_t()> now_;
   const std::function<void()> wake_;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "mqlite/engine.h"
@@ -137,6 +139,25 @@ Status CheckOrderingChange(const QueueConfig& stored, const QueueConfig& request
                                  std::string(OrderingName(stored.ordering)) + " to " +
                                  std::string(OrderingName(requested.ordering)) +
                                  " while the queue holds messages");
+}
+
+Status CheckAgreedDefaults(const EngineDefaults& mine, const EngineDefaults& live) {
+  auto text = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("unbounded"); };
+  const RetentionBounds& a = mine.dlq_retention;
+  const RetentionBounds& b = live.dlq_retention;
+  std::string diff;
+  for (auto [field, m, l] : {std::tuple{"dlq_max_age_ms", a.max_age_ms, b.max_age_ms},
+                             std::tuple{"dlq_max_count", a.max_count, b.max_count},
+                             std::tuple{"dlq_max_bytes", a.max_bytes, b.max_bytes}}) {
+    if (m == l) continue;
+    diff += std::string(diff.empty() ? "" : "; ") + "EngineOptions::" + field + " is " + text(m) +
+            " here but " + text(l) + " in an engine already using the store";
+  }
+  if (diff.empty()) return Status::OK();
+  return Status::InvalidArgument(
+      "engines sharing a store must use the same DLQ retention defaults (spec.md §9): " + diff +
+      ". Open this engine with the same values, or close every engine using the store first "
+      "to change them");
 }
 
 Status CheckClaimRequest(const ClaimRequest& req) {

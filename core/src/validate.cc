@@ -312,4 +312,8 @@ RetentionBounds ResolveRetention(const QueueConfig& c, const EngineOptions& e) {
                          Resolve(c.dlq_max_bytes, e.dlq_max_bytes)};
 }
 
+EngineDefaults EngineDefaultsOf(const EngineOptions& e) {
+  return EngineDefaults{ResolveRetention(QueueConfig{}, e)};
+}
+
 }  // namespace mqlite::internal

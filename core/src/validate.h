@@ -71,6 +71,10 @@ Status BuildEnqueueItem(const QueueRecord& queue, const EngineOptions& engine,
 
 // Resolves a queue's DLQ retention against the engine defaults (SPEC §2).
 RetentionBounds ResolveRetention(const QueueConfig& config, const EngineOptions& engine);
+// The defaults an engine registers with a shared store (spec.md §9): its
+// retention defaults resolved as a queue that sets none would see them, so
+// "unbounded" is one value however it was spelled.
+EngineDefaults EngineDefaultsOf(const EngineOptions& engine);
 
 }  // namespace mqlite::internal
 

@@ -39,13 +39,19 @@ class MutantStore : public StoreWrapper {
   SharedState state_{};
 };
 
-template <typename Txn, typename SharedState = int>
-void WrapWith(StoreProfile* p) {
+// Wraps every store the profile opens in a `S` (a StoreWrapper subclass).
+template <typename S>
+void WrapStoreWith(StoreProfile* p) {
   auto previous = p->wrap;
   p->wrap = [previous](std::unique_ptr<Store> s) -> std::unique_ptr<Store> {
     if (previous) s = previous(std::move(s));
-    return std::make_unique<MutantStore<Txn, SharedState>>(std::move(s));
+    return std::make_unique<S>(std::move(s));
   };
+}
+
+template <typename Txn, typename SharedState = int>
+void WrapWith(StoreProfile* p) {
+  WrapStoreWith<MutantStore<Txn, SharedState>>(p);
 }
 
 // ---- The mutants --------------------------------------------------------------
@@ -282,6 +288,30 @@ struct UnserialisedGroupsTxn : StoreTxnWrapper {
   EngineTag* tag_;
 };
 
+// The maintenance try-lock excludes nobody: every engine is granted every
+// queue's lock, so engines sharing the store all maintain every queue at
+// once, and a queue another engine is maintaining is never skipped.
+struct NoLock final : MaintenanceLock {};
+class EveryLockGrantedStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t) override {
+    return std::unique_ptr<MaintenanceLock>(std::make_unique<NoLock>());
+  }
+};
+
+// The registry of engines admits anyone: an engine whose retention defaults
+// differ from a live engine's opens, and the two trim one DLQ by different
+// bounds.
+struct NoRegistration final : EngineRegistration {};
+class AnyDefaultsAdmittedStore final : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Result<std::unique_ptr<EngineRegistration>> RegisterEngine(const EngineDefaults&) override {
+    return std::unique_ptr<EngineRegistration>(std::make_unique<NoRegistration>());
+  }
+};
+
 // SPEC §8: the business write and the enqueue commit together. This profile's
 // business writes silently go nowhere.
 void DropBusinessWrites(StoreProfile* p) {
@@ -331,6 +361,12 @@ const std::vector<Mutant>& Mutants() {
       {"group-membership-unserialised",
        "sends from two engines both become heads of one group (spec.md §9)",
        WrapWith<UnserialisedGroupsTxn, EngineTag>},
+      {"maintenance-lock-always-granted",
+       "every engine gets every queue's maintenance lock at once (spec.md §9)",
+       WrapStoreWith<EveryLockGrantedStore>},
+      {"retention-defaults-unchecked",
+       "an engine with other DLQ retention defaults than a live engine opens (spec.md §9)",
+       WrapStoreWith<AnyDefaultsAdmittedStore>},
   };
   return *m;
 }

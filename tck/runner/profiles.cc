@@ -6,6 +6,9 @@
 #ifdef MQLITE_TCK_HAVE_MEMORY
 #include "memory_profile.h"
 #endif
+#ifdef MQLITE_TCK_HAVE_LMDB
+#include "lmdb_profile.h"
+#endif
 
 namespace mqlite::tck {
 
@@ -13,6 +16,9 @@ std::string KnownStores() {
   std::string s;
 #ifdef MQLITE_TCK_HAVE_SQLITE
   s += "sqlite[:DIR] ";
+#endif
+#ifdef MQLITE_TCK_HAVE_LMDB
+  s += "lmdb[:DIR] ";
 #endif
 #ifdef MQLITE_TCK_HAVE_MEMORY
   s += "memory[:shared] ";
@@ -26,6 +32,9 @@ Result<StoreProfile> MakeProfile(const std::string& spec) {
   const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
 #ifdef MQLITE_TCK_HAVE_SQLITE
   if (name == "sqlite") return SqliteTckProfile(arg);
+#endif
+#ifdef MQLITE_TCK_HAVE_LMDB
+  if (name == "lmdb") return LmdbTckProfile(arg);
 #endif
 #ifdef MQLITE_TCK_HAVE_MEMORY
   if (name == "memory") {

@@ -10,7 +10,8 @@
 namespace mqlite::tck {
 
 // "sqlite" or "sqlite:DIR" (the kit's database files go under DIR, default
-// the system temp dir); "memory". InvalidArgument for anything else.
+// the system temp dir); "lmdb" or "lmdb:DIR" (likewise, one environment per
+// test); "memory" or "memory:shared". InvalidArgument for anything else.
 Result<StoreProfile> MakeProfile(const std::string& spec);
 std::string KnownStores();
 

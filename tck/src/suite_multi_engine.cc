@@ -5,9 +5,12 @@
 // can: exactly one claimer wins across engines (G2), group order with
 // producers and consumers in different engines (§5), a dedup key and an
 // attempt id shared by engines (§4, §7.3), an engine opening never stealing
-// another's live lease (§7.1), and a long-poll woken by another engine's
-// commit through the store's change feed (§9).
+// another's live lease (§7.1), a long-poll woken by another engine's commit
+// through the store's change feed (§9), engines taking turns to maintain a
+// queue under the store's maintenance lock (§9), and engines refused unless
+// they agree on the retention defaults (§9).
 #include <algorithm>
+#include <barrier>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -446,6 +449,352 @@ TEST_P(TckMultiEngine, Spec9_MultiEngineLongPollWakesOnAnotherEnginesSend) {
   EXPECT_EQ(counter.claims("waited") - before, 2)
       << "sends to another queue made the long-poll claim again";
   EXPECT_TRUE(IsOk((*waiter)->Close()));
+}
+
+namespace {
+
+// A Store on the fixture's data, wrapped as OpenEngine wraps one (the
+// profile's wrappers: the rerun harness, a mutant), for a test that plays
+// another engine through the boundary itself.
+Result<std::unique_ptr<Store>> OpenStore(StoreFixture& fixture, const StoreProfile& profile) {
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, fixture.Open());
+  if (profile.wrap) store = profile.wrap(std::move(store));
+  return store;
+}
+
+// For `if (SkipUnlessCapability(...)) return;`: true, with the skip and
+// its reason recorded, when the store lacks the capability.
+bool SkipUnlessCapability(bool has, const char* reason) {
+  if (has) return false;
+  [reason] { GTEST_SKIP() << reason; }();
+  return true;
+}
+constexpr char kNoMaintenanceLock[] =
+    "capability: the store has no maintenance lock (every engine maintains every queue on "
+    "every pass)";
+constexpr char kNoEngineRegistry[] =
+    "capability: the store keeps no registry of engines (engines' retention defaults are not "
+    "compared)";
+
+Result<int64_t> QueueId(Store& store, std::string_view name) {
+  int64_t id = 0;
+  MQLITE_RETURN_IF_ERROR(store.Run(TxnKind::kRead, RunOptions{}, [&](StoreTxn& txn) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, txn.GetQueue(name));
+    id = q.id;
+    return Status::OK();
+  }));
+  return id;
+}
+
+}  // namespace
+
+// §9 maintenance try-lock: while another engine holds queue "held"'s
+// maintenance lock, no one else gets it, and an engine's maintenance pass
+// skips that queue (its due message stays scheduled; the report counts the
+// skip) but still maintains "free". Once the lock is released the pass
+// promotes it. A Receive's own bounded maintenance never waits for the lock.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec9_MultiEngineMaintenanceSkipsAQueueAnotherEngineHolds, "G4");
+TEST_P(TckMultiEngine, Spec9_MultiEngineMaintenanceSkipsAQueueAnotherEngineHolds) {
+  if (SkipUnlessShared() ||
+      SkipUnlessCapability(engine().capabilities().maintenance_lock, kNoMaintenanceLock)) {
+    return;
+  }
+  MakeQueue("held");
+  MakeQueue("free");
+  MQ_ASSERT_OK_AND_ASSIGN(const int64_t first,
+                          SendMsg(engine(), "held", "h1", std::nullopt, 0, 1000));
+  MQ_ASSERT_OK(SendMsg(engine(), "free", "f1", std::nullopt, 0, 1000));
+  clock().Advance(1000);
+
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> holder, OpenStore(fixture(), profile()));
+  MQ_ASSERT_OK_AND_ASSIGN(const int64_t held_id, QueueId(*holder, "held"));
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<MaintenanceLock> lock,
+                          holder->TryLockMaintenance(held_id));
+  ASSERT_NE(lock, nullptr) << "the maintenance lock of a queue nobody maintains was refused";
+  {
+    MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> third, OpenStore(fixture(), profile()));
+    MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<MaintenanceLock> again,
+                            third->TryLockMaintenance(held_id));
+    EXPECT_EQ(again, nullptr) << "a held maintenance lock was granted to another store";
+  }
+
+  MQ_ASSERT_OK_AND_ASSIGN(MaintenanceReport pass, engine().RunMaintenance());
+  EXPECT_EQ(pass.queues_skipped, 1);
+  EXPECT_EQ(pass.promoted, 1) << "the queue nobody else holds was not maintained";
+  QueueStats held = StatsOk("held");
+  EXPECT_EQ(held.scheduled, 1) << "a queue another engine holds was maintained: "
+                               << StatsString(held);
+  EXPECT_EQ(StatsOk("free").active, 1);
+
+  lock.reset();
+  MQ_ASSERT_OK_AND_ASSIGN(pass, engine().RunMaintenance());
+  EXPECT_EQ(pass.queues_skipped, 0);
+  EXPECT_EQ(pass.promoted, 1) << "the released queue was not maintained";
+  held = StatsOk("held");
+  EXPECT_EQ(held.active, 1) << StatsString(held);
+  EXPECT_EQ(held.scheduled, 0) << StatsString(held);
+
+  // A Receive promotes its queue's due messages itself, lock or no lock.
+  MQ_ASSERT_OK_AND_ASSIGN(const int64_t second,
+                          SendMsg(engine(), "held", "h2", std::nullopt, 0, 1000));
+  clock().Advance(1000);
+  MQ_ASSERT_OK_AND_ASSIGN(lock, holder->TryLockMaintenance(held_id));
+  ASSERT_NE(lock, nullptr) << "a released maintenance lock stayed taken";
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got, ReceiveMany(engine(), "held", 10));
+  EXPECT_EQ(Seqs(got), (std::vector<int64_t>{first, second}))
+      << "a Receive left a due message scheduled while another engine held the queue's "
+         "maintenance lock";
+}
+
+namespace {
+
+// Who holds which queue's maintenance lock, as engines 0 and 1 were told. A
+// grant while another engine holds the lock, or a maintenance step on a
+// queue whose lock its engine does not hold, means two engines can maintain
+// one queue at once.
+class MaintenanceOracle {
+ public:
+  explicit MaintenanceOracle(Errors* errors) : errors_(errors) {}
+  // The store answered `engine`'s request for the lock (after Granted when
+  // it granted it).
+  void Answered(int64_t queue, int engine) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++answered_[{engine, queue}];
+    cv_.notify_all();
+  }
+  // Keeps a lock `engine` was just granted until the other engine's request
+  // for it in this pass has been answered too: so in every pass both
+  // requests meet while the first granted lock is held, whatever the thread
+  // timing. (Both walk the same queues in the same order, so neither waits
+  // for a queue the other has passed.)
+  void AwaitRival(int64_t queue, int engine) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (!cv_.wait_for(l, kHangBound, [&] {
+          return answered_[{1 - engine, queue}] >= answered_[{engine, queue}];
+        })) {
+      errors_->Add("engine " + std::to_string(1 - engine) + " never asked for queue id " +
+                   std::to_string(queue) + "'s maintenance lock in this pass");
+    }
+  }
+  void Granted(int64_t queue, int engine) {
+    std::lock_guard<std::mutex> l(mu_);
+    ++grants_[engine];
+    auto [it, fresh] = holder_.emplace(queue, engine);
+    if (!fresh) {
+      errors_->Add("queue id " + std::to_string(queue) + ": maintenance lock granted to engine " +
+                   std::to_string(engine) + " while engine " + std::to_string(it->second) +
+                   " held it");
+    }
+  }
+  void Released(int64_t queue, int engine) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = holder_.find(queue); it != holder_.end() && it->second == engine) {
+      holder_.erase(it);
+    }
+  }
+  void Maintained(int64_t queue, int engine) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = holder_.find(queue);
+    if (it == holder_.end() || it->second != engine) {
+      errors_->Add("engine " + std::to_string(engine) + " maintained queue id " +
+                   std::to_string(queue) + " without holding its maintenance lock");
+    }
+  }
+  int64_t grants(int engine) {
+    std::lock_guard<std::mutex> l(mu_);
+    return grants_[engine];
+  }
+
+ private:
+  Errors* errors_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int64_t, int> holder_;  // queue id → engine
+  std::map<int, int64_t> grants_;
+  std::map<std::pair<int, int64_t>, int64_t> answered_;  // (engine, queue id) → requests
+};
+
+// Tells the oracle when the lock it wraps is let go (before it is).
+class ProbedLock final : public MaintenanceLock {
+ public:
+  ProbedLock(std::unique_ptr<MaintenanceLock> inner, MaintenanceOracle* oracle, int64_t queue,
+             int engine)
+      : inner_(std::move(inner)), oracle_(oracle), queue_(queue), engine_(engine) {}
+  ~ProbedLock() override { oracle_->Released(queue_, engine_); }
+
+ private:
+  std::unique_ptr<MaintenanceLock> inner_;
+  MaintenanceOracle* oracle_;
+  int64_t queue_;
+  int engine_;
+};
+
+// ExpireMessages and EnforceRetention run only in a maintenance pass (a
+// Receive promotes and reclaims, never these).
+class MaintenanceProbeTxn final : public StoreTxnWrapper {
+ public:
+  MaintenanceProbeTxn(StoreTxn* target, MaintenanceOracle* oracle, int engine)
+      : StoreTxnWrapper(target), oracle_(oracle), engine_(engine) {}
+  Result<int64_t> ExpireMessages(const QueueRecord& q, int64_t now, int64_t limit) override {
+    oracle_->Maintained(q.id, engine_);
+    return StoreTxnWrapper::ExpireMessages(q, now, limit);
+  }
+  Result<int64_t> EnforceRetention(const QueueRecord& q, const RetentionBounds& b, int64_t now,
+                                   int64_t limit) override {
+    oracle_->Maintained(q.id, engine_);
+    return StoreTxnWrapper::EnforceRetention(q, b, now, limit);
+  }
+
+ private:
+  MaintenanceOracle* oracle_;
+  int engine_;
+};
+
+// One engine's view of the store, outside the profile's wrappers, so it
+// sees the locks exactly as that engine was given them.
+class MaintenanceProbeStore final : public StoreWrapper {
+ public:
+  MaintenanceProbeStore(std::unique_ptr<Store> target, MaintenanceOracle* oracle, int engine)
+      : StoreWrapper(std::move(target)), oracle_(oracle), engine_(engine) {}
+  Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t queue_id) override {
+    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<MaintenanceLock> lock,
+                            StoreWrapper::TryLockMaintenance(queue_id));
+    if (lock) oracle_->Granted(queue_id, engine_);
+    oracle_->Answered(queue_id, engine_);
+    if (!lock) return lock;
+    oracle_->AwaitRival(queue_id, engine_);
+    return std::unique_ptr<MaintenanceLock>(
+        new ProbedLock(std::move(lock), oracle_, queue_id, engine_));
+  }
+
+ protected:
+  std::unique_ptr<StoreTxn> WrapTxn(StoreTxn* inner) override {
+    return std::make_unique<MaintenanceProbeTxn>(inner, oracle_, engine_);
+  }
+
+ private:
+  MaintenanceOracle* oracle_;
+  int engine_;
+};
+
+}  // namespace
+
+// §9 maintenance try-lock under contention: two engines start a maintenance
+// pass together, over and over, and each holds every lock it is granted
+// until the other engine has asked for it too and had its answer. No queue's
+// lock is ever granted to both at once, no engine maintains a queue whose
+// lock it was not given, every queue of every pass is either maintained or
+// counted as skipped, and each due message is promoted exactly once.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec9_MultiEngineConcurrentMaintenanceNeverSharesAQueue, "G4");
+TEST_P(TckMultiEngine, Spec9_MultiEngineConcurrentMaintenanceNeverSharesAQueue) {
+  if (SkipUnlessShared() ||
+      SkipUnlessCapability(engine().capabilities().maintenance_lock, kNoMaintenanceLock)) {
+    return;
+  }
+  constexpr int kQueues = 6;
+  constexpr int kPasses = 150;
+  for (int q = 0; q < kQueues; ++q) {
+    const std::string name = "m" + std::to_string(q);
+    MakeQueue(name);
+    MQ_ASSERT_OK(SendMsg(engine(), name, "due", std::nullopt, 0, 1000));
+  }
+  clock().Advance(1000);
+  Errors errors;
+  MaintenanceOracle oracle(&errors);
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (int e = 0; e < 2; ++e) {
+    MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Store> store, OpenStore(fixture(), profile()));
+    MQ_ASSERT_OK_AND_ASSIGN(
+        std::unique_ptr<Engine> opened,
+        Engine::Open(std::make_unique<MaintenanceProbeStore>(std::move(store), &oracle, e),
+                     engine_options()));
+    engines.push_back(std::move(opened));
+  }
+  int64_t skipped[2] = {0, 0};
+  int64_t promoted = 0;
+  std::mutex mu;
+  std::barrier start(2);
+  std::vector<std::thread> threads;
+  for (int e = 0; e < 2; ++e) {
+    threads.emplace_back([&, e] {
+      for (int pass = 0; pass < kPasses; ++pass) {  // every pass, errors or not: the barrier
+        start.arrive_and_wait();
+        auto report = engines[e]->RunMaintenance();
+        if (!report.ok()) {
+          errors.Add("engine " + std::to_string(e) + ": " + report.error().ToString());
+          continue;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        skipped[e] += report->queues_skipped;
+        promoted += report->promoted;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  errors.ExpectNone();
+  for (int e = 0; e < 2; ++e) {
+    EXPECT_EQ(oracle.grants(e) + skipped[e], int64_t{kQueues} * kPasses)
+        << "engine " << e << ": a listed queue was neither maintained under its lock nor "
+        << "counted in queues_skipped";
+  }
+  EXPECT_EQ(promoted, kQueues);
+  for (int q = 0; q < kQueues; ++q) EXPECT_EQ(StatsOk("m" + std::to_string(q)).active, 1);
+  for (auto& e : engines) EXPECT_TRUE(IsOk(e->Close()));
+}
+
+// §9 agreed retention defaults: an engine whose DLQ retention defaults
+// differ from those of an engine still using the store is refused at open
+// (InvalidArgument naming the option and both values) having changed
+// nothing; one that agrees is admitted. Once every engine with the old
+// defaults has closed, the new ones are admitted, and then set the terms.
+MQLITE_TCK_GRADES(TckMultiEngine, Spec9_MultiEngineRetentionDefaultsMustAgree, "G7");
+TEST_P(TckMultiEngine, Spec9_MultiEngineRetentionDefaultsMustAgree) {
+  if (SkipUnlessShared() ||
+      SkipUnlessCapability(engine().capabilities().engine_registry, kNoEngineRegistry)) {
+    return;
+  }
+  auto open_with = [&](const EngineOptions& options) -> Result<std::unique_ptr<Engine>> {
+    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(fixture(), profile()));
+    return Engine::Open(std::move(store), options);
+  };
+  MakeQueue("kept");
+  const int64_t seq = SendOk("kept", "one");
+  const QueueStats before = StatsOk("kept");
+  const EngineOptions old_defaults = engine_options();
+  EngineOptions new_defaults = old_defaults;
+  new_defaults.dlq_max_age_ms = 24LL * 3600 * 1000;  // the default is 14 days
+  ASSERT_NE(new_defaults.dlq_max_age_ms, old_defaults.dlq_max_age_ms);
+
+  auto refused = open_with(new_defaults);
+  MQ_ASSERT_CODE(refused, kInvalidArgument) << "an engine with other retention defaults opened";
+  EXPECT_TRUE(MessageHas(refused.error(), "dlq_max_age_ms"));
+  EXPECT_TRUE(MessageHas(refused.error(), std::to_string(new_defaults.dlq_max_age_ms)));
+  EXPECT_TRUE(MessageHas(refused.error(), std::to_string(old_defaults.dlq_max_age_ms)));
+  EXPECT_TRUE(StatsEq(StatsOk("kept"), before));
+  EXPECT_EQ(Seqs(PeekAll("kept")), std::vector<int64_t>{seq});
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<QueueConfig> queues, engine().ListQueues());
+  EXPECT_EQ(queues.size(), 1u);
+
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> agreeing, open_with(old_defaults));
+  // Unbounded spelled two ways is one value.
+  EngineOptions unbounded = new_defaults;
+  unbounded.dlq_max_count = 0;
+  EngineOptions also_unbounded = new_defaults;
+  also_unbounded.dlq_max_count = -1;
+  MQ_EXPECT_CODE(open_with(unbounded), kInvalidArgument) << "dlq_max_count differs too";
+
+  // Every engine with the old defaults closes: the fleet restarts with new ones.
+  CloseEngine();
+  MQ_ASSERT_OK(agreeing->Close());
+  agreeing.reset();
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> renewed, open_with(unbounded));
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> renewed_too, open_with(also_unbounded));
+  MQ_EXPECT_CODE(open_with(old_defaults), kInvalidArgument)
+      << "the live engines' new defaults are the terms now";
+  MQ_ASSERT_OK_AND_ASSIGN(QueueStats after, renewed->Stats("kept"));
+  EXPECT_EQ(after.total, 1);
+  MQ_EXPECT_OK(renewed_too->Close());
+  MQ_EXPECT_OK(renewed->Close());
 }
 
 }  // namespace mqlite::tck

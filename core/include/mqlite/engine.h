@@ -77,7 +77,8 @@ struct EngineOptions {
   // group_commit_max 1 – 4,096.
   //
   // Engine defaults for DLQ retention (SPEC §6); a queue's 0 inherits these;
-  // ≤ 0 here means unbounded.
+  // ≤ 0 here means unbounded. Every engine sharing a store must use the same
+  // three values (spec.md §9; checked at Open where the store can).
   int64_t dlq_max_age_ms = 14LL * 24 * 3600 * 1000;
   int64_t dlq_max_count = 1'000'000;
   int64_t dlq_max_bytes = 1LL << 30;
@@ -143,7 +144,11 @@ class TxContext {
 class Engine {
  public:
   // Takes ownership of `store`. For an exclusive store, reclaims every locked
-  // message left by a previous process (SPEC §7.1) before returning.
+  // message left by a previous process (SPEC §7.1) before returning. On a
+  // shared store that keeps a registry of engines
+  // (StoreCapabilities::engine_registry, spec.md §9), InvalidArgument —
+  // with nothing written — if an engine still using the store has other DLQ
+  // retention defaults (dlq_max_age_ms, dlq_max_count, dlq_max_bytes).
   static Result<std::unique_ptr<Engine>> Open(std::unique_ptr<Store> store,
                                               EngineOptions options = {});
   ~Engine();  // Close()s if still open.
@@ -270,7 +275,10 @@ class Engine {
   // ---- Maintenance (SPEC §1) -----------------------------------------------
   // One pass over every queue: due schedules, expired leases, TTL, DLQ
   // retention, then expired receipts / attempts / dedup records.
-  // Deterministic under a ManualClock.
+  // Deterministic under a ManualClock. On a store shared with other engines
+  // that has a maintenance lock (StoreCapabilities::maintenance_lock,
+  // spec.md §9), a queue another engine is maintaining at that moment is
+  // skipped and counted in MaintenanceReport::queues_skipped.
   Result<MaintenanceReport> RunMaintenance(const CallOptions& call = {});
 
   // ---- Lifecycle (SPEC §9) -------------------------------------------------

@@ -80,6 +80,14 @@ struct StoreCapabilities {
   // Store::Subscribe is implemented: a long-poll wakes when any engine or
   // process sharing the data commits a change to its queue (spec.md §9).
   bool change_feed = false;
+  // Store::TryLockMaintenance is implemented: engines sharing the data take
+  // turns maintaining each queue, and a maintenance pass skips a queue
+  // another engine is maintaining (spec.md §9).
+  bool maintenance_lock = false;
+  // Store::RegisterEngine is implemented: an engine opening the data is
+  // refused unless its retention defaults are those of the live engines
+  // already using it (spec.md §9).
+  bool engine_registry = false;
 };
 
 // What happens to the space that deletes free (spec.md §1 "Space reclaim",
@@ -180,6 +188,15 @@ struct RetentionBounds {
   int64_t max_age_ms = -1;
   int64_t max_count = -1;
   int64_t max_bytes = -1;
+};
+
+// What the engines sharing a store must agree on (spec.md §9 "Agreed
+// retention defaults"; Store::RegisterEngine): the engine-wide defaults that
+// a queue's 0 inherits, so a queue is not trimmed by one engine's bounds and
+// then by another's. The engine resolves them before registering: every
+// field is > 0, or -1 for unbounded, so equal meaning is equal value.
+struct EngineDefaults {
+  RetentionBounds dlq_retention;  // EngineOptions::dlq_max_age_ms / _count / _bytes
 };
 
 // Stats' bound on entries visited per kind past the first (see StoreTxn::Stats).
@@ -440,6 +457,20 @@ class ChangeSubscription {
   virtual ~ChangeSubscription() = default;
 };
 
+// A held per-queue maintenance lock (Store::TryLockMaintenance): destroying
+// it releases the lock.
+class MaintenanceLock {
+ public:
+  virtual ~MaintenanceLock() = default;
+};
+
+// An engine's registration with a shared store (Store::RegisterEngine),
+// held for the engine's life: destroying it withdraws the registration.
+class EngineRegistration {
+ public:
+  virtual ~EngineRegistration() = default;
+};
+
 class Store {
  public:
   Store() = default;
@@ -471,6 +502,55 @@ class Store {
   virtual Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) {
     (void)on_change;
     return Status::Unimplemented("this store has no change feed");
+  }
+
+  // Optional per-queue maintenance try-lock (StoreCapabilities::
+  // maintenance_lock; spec.md §9): lets the engines sharing a store skip a
+  // queue another engine is maintaining instead of all repeating every pass.
+  // Returns a held lock on queue `queue_id`, or a null pointer at once — it
+  // never waits — when another holder, in this process or another, has it.
+  // Outside any transaction; the engine's maintenance pass takes it before a
+  // queue's maintenance transaction and releases it after the commit (the
+  // small bounded maintenance a Receive does before claiming never takes
+  // it). Exclusion only, not correctness: every maintenance step is safe to
+  // run concurrently anyway, so a lock whose holder died must not stay taken
+  // (it must go with the holder's process or session). Default:
+  // Unimplemented (the engine then maintains every queue on every pass).
+  // PostgreSQL: pg_try_advisory_lock(<mqlite key>, queue_id) on a connection
+  // the returned object keeps until it is destroyed (pg_advisory_unlock and
+  // back to the pool); a session-level advisory lock dies with its session,
+  // so a crashed engine leaves no queue locked.
+  virtual Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t queue_id) {
+    (void)queue_id;
+    return Status::Unimplemented("this store has no maintenance lock");
+  }
+
+  // Optional registry of the live engines (StoreCapabilities::
+  // engine_registry; spec.md §9 "Agreed retention defaults"). Engine::Open
+  // calls it first, before it writes anything; the returned registration
+  // lives as long as the engine (Close or destruction withdraws it). If an
+  // engine that is still live registered other `defaults`, refuses with
+  // InvalidArgument naming each differing option and both values
+  // (mqlite/store_util.h's CheckAgreedDefaults words it), and the open fails
+  // with nothing written. Only *live* engines count: once every engine with
+  // the old defaults is gone, a fleet that restarts with new ones is
+  // admitted, so a registration must not outlive its engine — not even an
+  // engine whose process died. Default: Unimplemented (no check; an
+  // exclusive store admits one engine anyway).
+  // PostgreSQL: a table of engine rows (id, the defaults); each row is
+  // guarded by a session-level advisory lock, pg_advisory_lock(<key>, id),
+  // that the engine holds on a connection of its own for its whole life.
+  // RegisterEngine runs one transaction that first takes a table lock (so
+  // two opens are serialised), deletes every row whose advisory lock it can
+  // take (pg_try_advisory_lock succeeds only when the owner's session is
+  // gone: the row is stale), compares the defaults of the rows left, and
+  // inserts its own. Destroying the registration deletes the row and
+  // unlocks; a killed engine's session ends, its lock with it, and the next
+  // open clears its row.
+  virtual Result<std::unique_ptr<EngineRegistration>> RegisterEngine(
+      const EngineDefaults& defaults) {
+    (void)defaults;
+    return Status::Unimplemented("this store keeps no registry of engines");
   }
 
   // Housekeeping outside any transaction (spec.md §1 "Space reclaim", G7):
@@ -598,6 +678,13 @@ class StoreWrapper : public Store {
   }
   Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
     return target_->ReclaimSpace(options, budget);
+  }
+  Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t queue_id) override {
+    return target_->TryLockMaintenance(queue_id);
+  }
+  Result<std::unique_ptr<EngineRegistration>> RegisterEngine(
+      const EngineDefaults& defaults) override {
+    return target_->RegisterEngine(defaults);
   }
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {

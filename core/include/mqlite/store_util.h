@@ -56,6 +56,27 @@ inline bool WouldDeliver(const RowFacts& row, const QueueConfig& config, int64_t
   return !Expired(row, now) && !DeliveriesExhausted(row, config);
 }
 
+// Which rows the time- and order-driven indexes of a store must cover (SPEC
+// §11: every claim and maintenance step seeks one of them, never a scan). The
+// in-memory and LMDB stores key their indexes by these; the SQLite store's
+// partial indexes say the same in their WHERE clauses.
+//   claim: what a Claim may take — active, and the head of its group (or
+//     ungrouped). Blocked group members are never in it.
+inline bool InClaimIndex(MessageState state, bool is_head) {
+  return state == MessageState::kActive && is_head;
+}
+//   group membership: every live (not dead-lettered) member of a group.
+inline bool InGroupIndex(MessageState state, bool grouped) {
+  return grouped && state != MessageState::kDeadLettered;
+}
+//   TTL: what ExpireMessages may retire — an expiring message that is not
+//     locked (a locked one expires once its lease ends) nor already dead.
+inline bool InTtlIndex(const RowFacts& row) {
+  return row.expires_at > 0 &&
+         (row.state == MessageState::kActive || row.state == MessageState::kDeferred ||
+          row.state == MessageState::kScheduled);
+}
+
 // What a store does to one row. Each Decide* says which actions it returns.
 struct Verdict {
   enum class Action {
@@ -123,6 +144,11 @@ Status CheckOrderingChange(const QueueConfig& stored, const QueueConfig& request
                            bool queue_holds_messages);
 // StoreTxn::Claim: Internal if PeekLock brought fewer tokens than max_messages.
 Status CheckClaimRequest(const ClaimRequest& req);
+// spec.md §9 agreed retention defaults (Store::RegisterEngine): OK if an
+// opening engine's defaults (`mine`) equal those of an engine still live on
+// the store (`live`); otherwise InvalidArgument naming every EngineOptions
+// field that differs with both values, and what to do about it.
+Status CheckAgreedDefaults(const EngineDefaults& mine, const EngineDefaults& live);
 
 // SPEC §6 retention (StoreTxn::EnforceRetention). Walk the queue's dead
 // letters oldest dead_lettered_at first, delete each one Evict() accepts, and

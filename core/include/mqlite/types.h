@@ -237,6 +237,10 @@ struct MaintenanceReport {
   int64_t retention_dropped = 0;
   int64_t records_dropped = 0;  // expired receipts, attempts, dedup records
   int64_t space_reclaimed = 0;  // store units returned to the filesystem (SQLite: pages)
+  // Queues left alone because another engine sharing the store held their
+  // maintenance lock (spec.md §9, StoreCapabilities::maintenance_lock): that
+  // engine maintains them. Always 0 on a store without the lock.
+  int64_t queues_skipped = 0;
   bool more = false;           // a step hit its per-pass limit; run again
 };
 

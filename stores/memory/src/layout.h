@@ -153,6 +153,13 @@ class MemoryDatabase {
   // Every store open on the database publishes its commits here (spec.md §9
   // change feed), so an engine's long-poll wakes on another engine's send.
   std::shared_ptr<ChangeHub> feed = ChangeHub::Create();
+  // Shared mode (spec.md §9), guarded by mu: the queues whose maintenance
+  // lock a store holds (Store::TryLockMaintenance), and the defaults of the
+  // live engines by registration (Store::RegisterEngine). An entry goes when
+  // the handle that holds it is destroyed.
+  std::set<int64_t> maintenance_locks;
+  std::map<uint64_t, EngineDefaults> engines;
+  uint64_t last_engine = 0;
 };
 
 }  // namespace mqlite

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <limits>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -44,15 +46,15 @@ int S(MessageState s) { return static_cast<int>(s); }
 
 // Index keys of a row; nullopt = not in that index.
 std::optional<Key3> ClaimKey(int64_t seq, const Row& r) {
-  if (r.state != MessageState::kActive || !r.is_head) return std::nullopt;
+  if (!InClaimIndex(r.state, r.is_head)) return std::nullopt;
   return Key3{r.queue_id, -static_cast<int64_t>(r.priority), seq};
 }
 std::optional<Key3> ClaimAgeKey(int64_t seq, const Row& r) {
-  if (r.state != MessageState::kActive || !r.is_head) return std::nullopt;
+  if (!InClaimIndex(r.state, r.is_head)) return std::nullopt;
   return Key3{r.queue_id, r.enqueued_at, seq};
 }
 std::optional<GroupEntry> GroupKeyOf(int64_t seq, const Row& r) {
-  if (!r.group_key || r.state == MessageState::kDeadLettered) return std::nullopt;
+  if (!InGroupIndex(r.state, r.group_key.has_value())) return std::nullopt;
   return GroupEntry{r.queue_id, *r.group_key, seq};
 }
 std::optional<Key3> DueKey(int64_t seq, const Row& r) {
@@ -64,11 +66,7 @@ std::optional<Key3> LeaseKey(int64_t seq, const Row& r) {
   return Key3{r.queue_id, r.locked_until, seq};
 }
 std::optional<Key3> TtlKey(int64_t seq, const Row& r) {
-  if (r.expires_at <= 0) return std::nullopt;
-  if (r.state != MessageState::kActive && r.state != MessageState::kDeferred &&
-      r.state != MessageState::kScheduled) {
-    return std::nullopt;
-  }
+  if (!InTtlIndex(r)) return std::nullopt;
   return Key3{r.queue_id, r.expires_at, seq};
 }
 std::optional<Key3> DlqKey(int64_t seq, const Row& r) {
@@ -853,6 +851,27 @@ Status BusinessTables::Delete(std::string_view table, std::string_view key) {
   return txn->BusinessDelete(table, key);
 }
 
+// An entry of the database's shared-mode bookkeeping (`member`: its
+// maintenance locks or its engine registry), held by the handle the engine
+// keeps and erased under the database mutex when that handle is destroyed.
+// It keeps the database alive, so it may outlive the store.
+template <typename Handle, typename Container>
+class HeldEntry final : public Handle {
+ public:
+  HeldEntry(std::shared_ptr<MemoryDatabase> db, Container MemoryDatabase::*member,
+            typename Container::key_type key)
+      : db_(std::move(db)), member_(member), key_(key) {}
+  ~HeldEntry() override {
+    std::lock_guard<std::mutex> l(db_->mu);
+    ((*db_).*member_).erase(key_);
+  }
+
+ private:
+  std::shared_ptr<MemoryDatabase> db_;
+  Container MemoryDatabase::*member_;
+  typename Container::key_type key_;
+};
+
 class MemoryStore final : public Store {
  public:
   MemoryStore(std::shared_ptr<MemoryDatabase> db, bool shared)
@@ -873,7 +892,34 @@ class MemoryStore final : public Store {
     c.crash_model = "none";
     c.name = "memory";
     c.change_feed = shared_;  // alone, an engine already wakes its own waiters
+    // One engine at a time in exclusive mode: nobody to take turns or agree with.
+    c.maintenance_lock = shared_;
+    c.engine_registry = shared_;
     return c;
+  }
+
+  Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t queue_id) override {
+    if (!shared_) return Store::TryLockMaintenance(queue_id);
+    std::lock_guard<std::mutex> l(db_->mu);
+    if (!db_->maintenance_locks.insert(queue_id).second) {
+      return std::unique_ptr<MaintenanceLock>();  // another engine is maintaining it
+    }
+    return std::unique_ptr<MaintenanceLock>(new HeldEntry<MaintenanceLock, std::set<int64_t>>(
+        db_, &MemoryDatabase::maintenance_locks, queue_id));
+  }
+
+  Result<std::unique_ptr<EngineRegistration>> RegisterEngine(
+      const EngineDefaults& defaults) override {
+    if (!shared_) return Store::RegisterEngine(defaults);
+    using Registry = std::map<uint64_t, EngineDefaults>;
+    std::lock_guard<std::mutex> l(db_->mu);
+    for (const auto& [id, live] : db_->engines) {
+      MQLITE_RETURN_IF_ERROR(CheckAgreedDefaults(defaults, live));
+    }
+    const uint64_t id = ++db_->last_engine;
+    db_->engines.emplace(id, defaults);
+    return std::unique_ptr<EngineRegistration>(
+        new HeldEntry<EngineRegistration, Registry>(db_, &MemoryDatabase::engines, id));
   }
 
   Status Run(TxnKind kind, const RunOptions& options,

@@ -225,6 +225,110 @@ TEST(MemoryStore, CapabilitiesDescribeAnExclusiveStoreWithoutCrashModel) {
   EXPECT_EQ(c.name, "memory");
 }
 
+// spec.md §9: the maintenance lock and the engine registry exist only in
+// shared mode. Exclusive: Unimplemented, and the engine maintains every queue
+// and opens whatever its defaults.
+TEST(MemoryStore, MaintenanceLockAndEngineRegistryOnlyInSharedMode) {
+  auto db = NewMemoryDatabase();
+  {
+    auto store = OpenMemoryStore(db);
+    MQ_ASSERT_OK(store);
+    StoreCapabilities c = (*store)->Capabilities();
+    EXPECT_FALSE(c.maintenance_lock);
+    EXPECT_FALSE(c.engine_registry);
+    MQ_EXPECT_CODE((*store)->TryLockMaintenance(1), kUnimplemented);
+    MQ_EXPECT_CODE((*store)->RegisterEngine(EngineDefaults{}), kUnimplemented);
+  }
+  ManualClock clock(kT0);
+  {
+    auto e = OpenEngine(db, &clock);
+    ASSERT_TRUE(e);
+    MQ_ASSERT_OK(e->CreateQueue({.name = "q"}));
+    auto pass = e->RunMaintenance();
+    MQ_ASSERT_OK(pass);
+    EXPECT_EQ(pass->queues_skipped, 0);
+  }
+  auto shared = OpenMemoryStore(db, {.shared = true});
+  MQ_ASSERT_OK(shared);
+  EXPECT_TRUE((*shared)->Capabilities().maintenance_lock);
+  EXPECT_TRUE((*shared)->Capabilities().engine_registry);
+  auto lock = (*shared)->TryLockMaintenance(7);
+  MQ_ASSERT_OK(lock);
+  ASSERT_NE(*lock, nullptr);
+  auto busy = (*shared)->TryLockMaintenance(7);
+  MQ_ASSERT_OK(busy);
+  EXPECT_EQ(*busy, nullptr) << "the holder's own store must not get it twice either";
+  auto other = (*shared)->TryLockMaintenance(8);
+  MQ_ASSERT_OK(other);
+  EXPECT_NE(*other, nullptr) << "the lock is per queue";
+  EngineDefaults a;
+  a.dlq_retention.max_age_ms = 1000;
+  EngineDefaults b = a;
+  b.dlq_retention.max_age_ms = 2000;
+  auto reg = (*shared)->RegisterEngine(a);
+  MQ_ASSERT_OK(reg);
+  auto refused = (*shared)->RegisterEngine(b);
+  MQ_EXPECT_CODE(refused, kInvalidArgument);
+  // A lock or registration may outlive its store (the database stays alive).
+  shared->reset();
+  lock->reset();
+  reg->reset();
+  auto again = OpenMemoryStore(db, {.shared = true});
+  MQ_ASSERT_OK(again);
+  auto relock = (*again)->TryLockMaintenance(7);
+  MQ_ASSERT_OK(relock);
+  EXPECT_NE(*relock, nullptr) << "a released maintenance lock stayed taken";
+  MQ_ASSERT_OK((*again)->RegisterEngine(b));
+}
+
+// A shared store that advertises the maintenance lock and the engine
+// registry but answers both with a given error.
+class FailingSharedOpsStore final : public StoreWrapper {
+ public:
+  FailingSharedOpsStore(std::unique_ptr<Store> target, Status lock, Status reg)
+      : StoreWrapper(std::move(target)), lock_(std::move(lock)), reg_(std::move(reg)) {}
+  Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t) override { return lock_; }
+  Result<std::unique_ptr<EngineRegistration>> RegisterEngine(const EngineDefaults&) override {
+    return reg_;
+  }
+
+ private:
+  Status lock_, reg_;
+};
+
+// spec.md §9 in the engine: Unimplemented from an advertised maintenance
+// lock or registry means "not offered" (maintain anyway, open anyway); any
+// other error fails the pass (naming the queue) or the open.
+TEST(MemoryStore, EngineTreatsUnimplementedSharedOpsAsAbsentAndFailsOnOtherErrors) {
+  auto db = NewMemoryDatabase();
+  ManualClock clock(kT0);
+  EngineOptions eo;
+  eo.clock = &clock;
+  eo.background_maintenance = false;
+  auto open = [&](Status lock, Status reg) {
+    auto store = OpenMemoryStore(db, {.shared = true});
+    EXPECT_TRUE(store.ok());
+    return Engine::Open(std::make_unique<FailingSharedOpsStore>(std::move(*store), lock, reg), eo);
+  };
+  auto e = open(Status::Unimplemented("no lock"), Status::Unimplemented("no registry"));
+  MQ_ASSERT_OK(e);
+  MQ_ASSERT_OK((*e)->CreateQueue({.name = "q"}));
+  MQ_ASSERT_OK((*e)->Send("q", {.body = "later", .delay_ms = 1000}));
+  clock.Advance(1000);
+  auto pass = (*e)->RunMaintenance();
+  MQ_ASSERT_OK(pass);
+  EXPECT_EQ(pass->promoted, 1);
+  EXPECT_EQ(pass->queues_skipped, 0);
+
+  MQ_EXPECT_CODE(open(Status::Unimplemented("none"), Status::Unavailable("registry down")),
+                 kUnavailable);
+  auto flaky = open(Status::Unavailable("lock service down"), Status::Unimplemented("none"));
+  MQ_ASSERT_OK(flaky);
+  auto failed = (*flaky)->RunMaintenance();
+  MQ_EXPECT_CODE(failed, kUnavailable);
+  EXPECT_NE(failed.status().message().find("'q'"), std::string::npos) << failed.status().ToString();
+}
+
 // SPEC §9: one store per database at a time; a refused open touches nothing.
 TEST(MemoryStore, SecondOpenIsDbLockedUntilTheFirstCloses) {
   auto db = NewMemoryDatabase();

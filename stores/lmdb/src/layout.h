@@ -1,0 +1,160 @@
+// The LMDB store's key layout (docs/lmdb-store.md, "Layout"): named
+// sub-databases under an "mqlite/" prefix, big-endian keys with the sign bit
+// flipped so that byte order is numeric order, every index kept by hand in the
+// same write transaction as the row it indexes. The in-memory store's index
+// set (stores/memory/src/layout.h) is the model; an index entry is a key with
+// an empty value.
+//
+//   mqlite/meta        "schema" → token; "last_seq" → i64 (raised when a queue is deleted)
+//   mqlite/queues      queue id → QueueData (config, created_at, per-state counts and
+//                      bytes, the highest seq the queue ever held)
+//   mqlite/queue_names name → queue id
+//   mqlite/messages    seq → Row (appended: seqs only grow)
+//   mqlite/index       every secondary index, one B-tree, each behind a one-byte tag:
+//     'c' claim        (queue, -priority, seq)    active AND is_head
+//     'a' claim_age    (queue, enqueued_at, seq)  same rows, by age
+//     'g' group        (queue, len, group_key, seq) group_key present AND not dead-lettered
+//     'd' due          (queue, visible_at, seq)   scheduled
+//     'l' lease        (queue, locked_until, seq) locked
+//     't' ttl          (queue, expires_at, seq)   expires_at > 0 AND active/deferred/scheduled
+//     'x' dlq          (queue, dead_lettered_at, seq) dead-lettered
+//     's' by_state     (queue, state, seq)        every row
+//     'D' dedup expiry (expires_at, queue, key);  'R' receipts (expires_at, key);
+//     'A' attempts (expires_at, id)
+//   mqlite/dedup       (queue, key) → (seq, expires_at, hash)
+//   mqlite/receipts    key → expires_at
+//   mqlite/attempts    id → (queue, mode, expires_at, payload)
+//
+// One B-tree for the indexes, not one each: a commit rewrites every B-tree it
+// touches down from the root (LMDB copies on write), so a send that touches
+// four small indexes in one tree writes one leaf where four trees would write
+// four roots and their records in the main database.
+//
+// Changing any of this changes kLmdbSchemaToken; the layout golden test
+// (stores/lmdb/tests/layout_test.cc) pins the bytes.
+#ifndef MQLITE_STORES_LMDB_SRC_LAYOUT_H_
+#define MQLITE_STORES_LMDB_SRC_LAYOUT_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mqlite/status.h"
+#include "mqlite/store.h"
+#include "mqlite/store_util.h"
+#include "mqlite/types.h"
+
+namespace mqlite::lmdb_internal {
+
+inline constexpr int kStates = 5;  // MessageState values 0..4
+
+// The physical sub-databases (kMeta … kIndex), then the indexes kept inside
+// mqlite/index, each a logical Db whose keys start with its tag.
+enum Db : int {
+  kMeta = 0,
+  kQueues,
+  kQueueNames,
+  kMessages,
+  kDedup,
+  kReceipts,
+  kAttempts,
+  kIndex,
+  kPhysicalDbs,  // the count of the above
+  kClaim = kPhysicalDbs,
+  kClaimAge,
+  kGroup,
+  kDue,
+  kLease,
+  kTtl,
+  kDlq,
+  kByState,
+  kDedupExp,
+  kReceiptExp,
+  kAttemptExp,
+  kDbCount,
+};
+inline bool IsIndex(Db db) { return db >= kPhysicalDbs; }
+// The sub-database `db` lives in: itself, or kIndex.
+inline Db Physical(Db db) { return IsIndex(db) ? kIndex : db; }
+// "mqlite/<name>" (an index: "mqlite/index (<name>)").
+const char* DbName(Db db);
+char IndexTag(Db db);
+
+// ---- Keys ----------------------------------------------------------------------
+
+// Appends v big-endian with the sign bit flipped (byte order = numeric order).
+void AppendI64(std::string* out, int64_t v);
+int64_t ReadI64(const char* p);  // the inverse, from 8 bytes
+std::string SeqKey(int64_t seq);
+// Index keys: the tag, then (queue, time-or-rank, seq) — 25 bytes.
+inline constexpr size_t kIndexKeySize = 25;
+inline constexpr size_t kIndexTimeAt = 9;  // offset of the middle field
+inline constexpr size_t kIndexSeqAt = 17;  // offset of the seq
+std::string IndexKey(Db db, int64_t queue_id, int64_t b, int64_t seq);
+// The tag and the queue: the start of one queue's entries of `db`.
+std::string IndexPrefix(Db db, int64_t queue_id);
+// Group membership: (tag, queue, u32 length, group key, seq): one group's
+// members are contiguous and in seq order.
+std::string GroupPrefix(int64_t queue_id, std::string_view group_key);
+std::string GroupKey(int64_t queue_id, std::string_view group_key, int64_t seq);
+// Expiry twins of the idempotency records: (tag, expires_at, key).
+inline constexpr size_t kExpiryKeyAt = 9;
+std::string ExpiryKey(Db db, int64_t expires_at, std::string_view key);
+
+// ---- Values ----------------------------------------------------------------------
+
+// A message row: the facts the queue rules read (mqlite/store_util.h) and the
+// rest, copied out of the map.
+struct Row : RowFacts {
+  int64_t queue_id = 0;
+  bool is_head = false;
+  int32_t priority = 0;
+  std::optional<std::string> group_key;
+  int64_t enqueued_at = 0;
+  int64_t visible_at = 0;
+  int64_t dead_lettered_at = 0;
+  std::optional<std::string> dead_letter_reason;
+  std::optional<std::string> dead_letter_description;
+  // What it was sent with, never changed afterwards.
+  std::string body;
+  std::optional<std::string> message_id;
+  std::optional<std::string> group_id;
+  std::optional<std::string> subject;
+  std::optional<std::string> correlation_id;
+  std::optional<std::string> content_type;
+  std::map<std::string, std::string> properties;
+};
+std::string EncodeRow(const Row& row);
+Result<Row> DecodeRow(std::string_view data);  // Corruption on a malformed value
+// The queue id alone, without decoding the row.
+Result<int64_t> RowQueueId(std::string_view data);
+
+struct QueueData {
+  QueueConfig config;
+  int64_t created_at = 0;
+  // The highest seq the queue ever held: with meta "last_seq" (raised when a
+  // queue is deleted) it bounds every seq ever committed, so a reopened store
+  // never reuses one (SPEC §3) without a meta write per send.
+  int64_t last_seq = 0;
+  std::array<int64_t, kStates> count{};
+  std::array<int64_t, kStates> bytes{};
+  int64_t total() const {
+    int64_t n = 0;
+    for (int64_t c : count) n += c;
+    return n;
+  }
+};
+std::string EncodeQueue(const QueueData& q);
+Result<QueueData> DecodeQueue(std::string_view data);
+
+std::string EncodeDedup(const DedupRecord& r);
+Result<DedupRecord> DecodeDedup(std::string_view data);
+std::string EncodeAttempt(const AttemptRecord& r);
+Result<AttemptRecord> DecodeAttempt(std::string_view data);
+
+}  // namespace mqlite::lmdb_internal
+
+#endif  // MQLITE_STORES_LMDB_SRC_LAYOUT_H_

@@ -1,0 +1,1515 @@
+// The LMDB store. Layout: layout.h; design, durability and map sizing:
+// docs/lmdb-store.md.
+//
+// Concurrency: LMDB admits one write transaction at a time and any number of
+// readers beside it (MVCC). mdb_txn_begin blocks on LMDB's writer mutex and
+// cannot be cancelled, so writers first pass a RunGate (cancellable, spec.md
+// §10); readers go straight to LMDB. Growing the map (mdb_env_set_mapsize)
+// needs no transaction open in the process: every transaction holds
+// resize_mu_ shared, a resize holds it exclusively.
+//
+// Rollback: a Run's body works in one write transaction; a Savepoint is a
+// nested write transaction (so never MDB_WRITEMAP). MDB_MAP_FULL anywhere in
+// a body grows the map (doubling, up to LmdbOptions::max_map_bytes) and
+// reruns the body when it is rerunnable.
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layout.h"
+#include "mqlite/engine.h"
+#include "mqlite/file_lock.h"
+#include "mqlite/lmdb.h"
+#include "mqlite/store_util.h"
+#include "probe.h"
+
+namespace mqlite {
+
+const char* const kLmdbSchemaToken = "mqlite-lmdb-1";
+
+namespace lmdb_internal {
+namespace {
+
+constexpr char kHandleType[] = "MDB_txn";
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr char kSchemaKey[] = "schema";
+constexpr char kLastSeqKey[] = "last_seq";
+constexpr char kLastQueueKey[] = "last_queue_id";
+// Named databases an environment may hold: ours and the application's (§8).
+constexpr unsigned kMaxDbs = 128;
+// At the map cap, sends stop while this share of the map is still free, so
+// settles and purges (which need fresh pages too: LMDB copies on write) can
+// drain the backlog.
+constexpr int64_t kHeadroomDivisor = 16;
+constexpr int64_t kMinHeadroomPages = 64;
+
+int S(MessageState s) { return static_cast<int>(s); }
+
+MDB_val V(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
+std::string_view SV(const MDB_val& v) {
+  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
+}
+
+// SPEC §10: an LMDB return code as a Status naming what was being done.
+Status LmdbStatus(int rc, const std::string& what) {
+  const std::string msg = what + ": " + mdb_strerror(rc);
+  switch (rc) {
+    case MDB_MAP_FULL:
+      return Status::StoreFull(msg);
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+      return Status::Corruption(msg);
+    case MDB_VERSION_MISMATCH:
+      return Status::SchemaVersionMismatch(msg);
+    case MDB_READERS_FULL:
+    case MDB_MAP_RESIZED:
+    case MDB_TXN_FULL:
+    case MDB_CURSOR_FULL:
+    case MDB_PAGE_FULL:
+      return Status::Unavailable(msg);
+    default:
+      if (rc > 0) return OsErrorStatus(rc, what);
+      return Status::Internal(msg);
+  }
+}
+
+std::string Mib(int64_t bytes) {
+  if (bytes < (int64_t{1} << 20)) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
+// Index keys of a row; nullopt = not in that index (layout.h).
+std::optional<std::string> ClaimKeyOf(int64_t seq, const Row& r) {
+  if (!InClaimIndex(r.state, r.is_head)) return std::nullopt;
+  return IndexKey(kClaim, r.queue_id, -static_cast<int64_t>(r.priority), seq);
+}
+std::optional<std::string> ClaimAgeKeyOf(int64_t seq, const Row& r) {
+  if (!InClaimIndex(r.state, r.is_head)) return std::nullopt;
+  return IndexKey(kClaimAge, r.queue_id, r.enqueued_at, seq);
+}
+std::optional<std::string> GroupKeyOf(int64_t seq, const Row& r) {
+  if (!InGroupIndex(r.state, r.group_key.has_value())) return std::nullopt;
+  return GroupKey(r.queue_id, *r.group_key, seq);
+}
+std::optional<std::string> DueKeyOf(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kScheduled) return std::nullopt;
+  return IndexKey(kDue, r.queue_id, r.visible_at, seq);
+}
+std::optional<std::string> LeaseKeyOf(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kLocked) return std::nullopt;
+  return IndexKey(kLease, r.queue_id, r.locked_until, seq);
+}
+std::optional<std::string> TtlKeyOf(int64_t seq, const Row& r) {
+  if (!InTtlIndex(r)) return std::nullopt;
+  return IndexKey(kTtl, r.queue_id, r.expires_at, seq);
+}
+std::optional<std::string> DlqKeyOf(int64_t seq, const Row& r) {
+  if (r.state != MessageState::kDeadLettered) return std::nullopt;
+  return IndexKey(kDlq, r.queue_id, r.dead_lettered_at, seq);
+}
+std::optional<std::string> StateKeyOf(int64_t seq, const Row& r) {
+  return IndexKey(kByState, r.queue_id, S(r.state), seq);
+}
+
+Message ToMessage(int64_t seq, const Row& r, const std::string& queue_name) {
+  Message m;
+  m.seq = seq;
+  m.queue = queue_name;
+  m.body = r.body;
+  m.message_id = r.message_id;
+  m.group_id = r.group_id;
+  m.subject = r.subject;
+  m.correlation_id = r.correlation_id;
+  m.content_type = r.content_type;
+  m.properties = r.properties;
+  m.priority = r.priority;
+  m.enqueued_at = r.enqueued_at;
+  m.visible_at = r.visible_at;
+  m.expires_at = r.expires_at;
+  m.delivery_count = r.delivery_count;
+  m.state = r.state;
+  m.locked_until = r.locked_until;
+  m.lock_token = r.token;
+  m.dead_letter_reason = r.dead_letter_reason;
+  m.dead_letter_description = r.dead_letter_description;
+  m.dead_lettered_at = r.dead_lettered_at;
+  return m;
+}
+
+class LmdbStore;
+
+class LmdbTxn final : public StoreTxn {
+ public:
+  LmdbTxn(LmdbStore* store, MDB_txn* txn, bool read_only);
+  ~LmdbTxn() override { CloseCursors(); }
+
+  bool map_full() const { return map_full_; }
+  bool poisoned() const { return poisoned_; }
+  // One read through the transaction: 0, or the error every call now gets
+  // (MDB_BAD_TXN once an LMDB call failed inside it; then poisoned()).
+  int ProbeTxn() {
+    if (read_only_) return 0;
+    MDB_val k = V(kSchemaKey), v{};
+    const int rc = mdb_get(T(), dbi(kMeta), &k, &v);
+    if (rc != 0) poisoned_ = true;
+    return rc;
+  }
+  // Cursors must be closed before their transaction ends.
+  void CloseCursors() {
+    for (auto& c : cursors_) {
+      if (c) mdb_cursor_close(c);
+      c = nullptr;
+    }
+  }
+
+  // ---- Queues (SPEC §2) ----
+
+  Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
+    MQLITE_RETURN_IF_ERROR(Writable("UpsertQueue"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> id_bytes, Get(kQueueNames, cfg.name));
+    if (id_bytes) {
+      const int64_t id = ReadI64(id_bytes->data());
+      MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(id));
+      MQLITE_RETURN_IF_ERROR(CheckOrderingChange(q.config, cfg, q.total() > 0));
+      q.config = cfg;
+      MQLITE_RETURN_IF_ERROR(StoreQueue(id, q));
+      if (created) *created = false;
+      return QueueRecord{id, cfg};
+    }
+    MQLITE_ASSIGN_OR_RETURN(int64_t id, Bump(kLastQueueKey, 1));
+    QueueData q;
+    q.config = cfg;
+    q.created_at = now;
+    MQLITE_RETURN_IF_ERROR(StoreQueue(id, q));
+    MQLITE_RETURN_IF_ERROR(Put(kQueueNames, cfg.name, SeqKey(id)));
+    if (created) *created = true;
+    return QueueRecord{id, cfg};
+  }
+
+  Result<QueueRecord> GetQueue(std::string_view name) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> id_bytes, Get(kQueueNames, name));
+    if (!id_bytes || id_bytes->size() != 8) {
+      return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
+    }
+    const int64_t id = ReadI64(id_bytes->data());
+    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(id));
+    return QueueRecord{id, q.config};
+  }
+
+  Result<std::vector<QueueRecord>> ListQueues() override {
+    std::vector<int64_t> ids;
+    MQLITE_RETURN_IF_ERROR(Scan(kQueueNames, "", [&](std::string_view, std::string_view v) {
+      if (v.size() == 8) ids.push_back(ReadI64(v.data()));
+      return true;
+    }));
+    std::vector<QueueRecord> out;
+    out.reserve(ids.size());
+    for (int64_t id : ids) {
+      MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(id));
+      out.push_back(QueueRecord{id, std::move(q.config)});
+    }
+    return out;
+  }
+
+  Status DeleteQueue(const QueueRecord& queue) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DeleteQueue"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, SeqKey(queue.id)));
+    if (!raw) return Status::OK();
+    MQLITE_ASSIGN_OR_RETURN(QueueData q, DecodeQueue(*raw));
+    std::vector<int64_t> seqs;
+    std::string prefix;
+    AppendI64(&prefix, queue.id);
+    MQLITE_RETURN_IF_ERROR(
+        Scan(kByState, IndexPrefix(kByState, queue.id), [&](std::string_view k, std::string_view) {
+          seqs.push_back(ReadI64(k.data() + kIndexSeqAt));
+          return true;
+        }));
+    for (int64_t seq : seqs) {  // the whole queue goes: no headship to move
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+      MQLITE_RETURN_IF_ERROR(EraseRow(seq, r, /*count=*/false));
+    }
+    // Its dedup records too (a deleted queue's id is never reused: hygiene).
+    std::vector<std::string> keys;
+    MQLITE_RETURN_IF_ERROR(Scan(kDedup, prefix, [&](std::string_view k, std::string_view) {
+      keys.emplace_back(k.substr(8));
+      return true;
+    }));
+    for (const std::string& k : keys) MQLITE_RETURN_IF_ERROR(EraseDedup(queue.id, k));
+    // Its highest seq outlives it (never reused, SPEC §3).
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> last, Get(kMeta, kLastSeqKey));
+    if (!last || last->size() != 8 || ReadI64(last->data()) < q.last_seq) {
+      MQLITE_RETURN_IF_ERROR(Put(kMeta, kLastSeqKey, SeqKey(q.last_seq)));
+    }
+    MQLITE_RETURN_IF_ERROR(Del(kQueues, SeqKey(queue.id)));
+    return Del(kQueueNames, q.config.name);
+  }
+
+  // ---- Enqueue (SPEC §3, §4) ----
+
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
+                                       std::span<const EnqueueItem> items) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Enqueue"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    MQLITE_RETURN_IF_ERROR(CheckRoom());
+    int64_t seq = 0;
+    std::vector<int64_t> seqs;
+    seqs.reserve(items.size());
+    // One counter update for the batch (all active or scheduled, one queue).
+    std::array<int64_t, kStates> count{}, bytes{};
+    for (const EnqueueItem& it : items) {
+      const OutgoingMessage& m = *it.message;
+      Row r;
+      r.queue_id = queue.id;
+      r.state = it.state;
+      if (it.group_key) {
+        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLive(queue.id, *it.group_key));
+        r.is_head = !live;
+      } else {
+        r.is_head = true;
+      }
+      r.priority = m.priority;
+      r.group_key = it.group_key;
+      r.enqueued_at = it.enqueued_at;
+      r.visible_at = it.visible_at;
+      r.expires_at = it.expires_at;
+      r.body = m.body;
+      r.message_id = m.message_id;
+      r.group_id = m.group_id;
+      r.subject = m.subject;
+      r.correlation_id = m.correlation_id;
+      r.content_type = m.content_type;
+      r.properties = m.properties;
+      seq = NextSeq();
+      MQLITE_RETURN_IF_ERROR(WriteRow(seq, nullptr, r, /*count=*/false, MDB_APPEND));
+      count[S(r.state)] += 1;
+      bytes[S(r.state)] += static_cast<int64_t>(r.body.size());
+      seqs.push_back(seq);
+    }
+    MQLITE_RETURN_IF_ERROR(AddCounts(queue.id, count, bytes, seq));
+    return seqs;
+  }
+
+  Status CancelScheduled(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_RETURN_IF_ERROR(Writable("CancelScheduled"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, seq));
+    MQLITE_RETURN_IF_ERROR(CheckCancelScheduled(r ? &*r : nullptr, seq));
+    return Remove(seq);
+  }
+
+  // ---- Claim (SPEC §5, §7.4) ----
+  //
+  // The in-memory store's walk (stores/memory/src/memory_store.cc, Claim)
+  // over the claim sub-database: one cursor seek per candidate from `resume`;
+  // every claim-index entry below `resume` was skipped (its group was taken in
+  // this batch); a head promoted meanwhile that outranks `resume` pulls it
+  // back (the watch in IndexRow). Blocked members are never in the index.
+  Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Claim"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
+    const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
+    std::vector<Message> out;
+    std::set<int64_t> skipped;
+    std::set<std::string> taken_groups;
+    const std::string prefix = IndexPrefix(kClaim, queue.id);
+    std::string resume = IndexKey(kClaim, queue.id, kMin, kMin);
+    MQLITE_ASSIGN_OR_RETURN(MDB_cursor * c, CursorOn(kClaim));
+    Probe& probe = ProbeRef();
+    while (static_cast<int>(out.size()) < req.max_messages) {
+      MDB_val k = V(resume), v{};
+      int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+      int64_t seq = 0;
+      for (;;) {
+        probe.claim_steps.fetch_add(1, std::memory_order_relaxed);  // every cursor call
+        if (rc == MDB_NOTFOUND) break;
+        if (rc != 0) return Fail(rc, "Claim: seek the claim index");
+        if (!SV(k).starts_with(prefix)) {
+          rc = MDB_NOTFOUND;
+          break;
+        }
+        seq = ReadI64(static_cast<const char*>(k.mv_data) + kIndexSeqAt);
+        if (!skipped.count(seq)) break;
+        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+      }
+      if (rc == MDB_NOTFOUND) break;
+      const std::string key(SV(k));
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+      if (r.group_key && taken_groups.count(*r.group_key)) {
+        skipped.insert(seq);
+        resume = key;
+        resume.push_back('\0');  // just past this entry
+        continue;
+      }
+      resume = key;  // the candidate leaves the index below
+      watch_ = true;
+      watch_min_.reset();
+      if (const Verdict verdict = DecideClaim(r, queue.config, req.now);
+          verdict.action != Verdict::Action::kDeliver) {
+        MQLITE_RETURN_IF_ERROR(Apply(seq, verdict, req.now));
+      } else {
+        const std::optional<std::string> group = r.group_key;
+        Row next = r;
+        next.delivery_count += 1;
+        if (peek_lock) {
+          next.state = MessageState::kLocked;
+          next.token = req.tokens[out.size()];
+          next.locked_until = req.locked_until;
+          out.push_back(ToMessage(seq, next, queue.config.name));
+          MQLITE_RETURN_IF_ERROR(WriteRow(seq, &r, next));
+        } else {
+          out.push_back(ToMessage(seq, next, queue.config.name));
+          MQLITE_RETURN_IF_ERROR(RemoveRow(seq, r));  // hands headship on
+        }
+        if (group) taken_groups.insert(*group);
+      }
+      watch_ = false;
+      if (watch_min_ && *watch_min_ < resume) resume = *watch_min_;
+    }
+    return out;
+  }
+
+  Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq, const LockToken& token,
+                                int64_t now, int64_t locked_until) override {
+    MQLITE_RETURN_IF_ERROR(Writable("ClaimDeferred"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, seq));
+    MQLITE_RETURN_IF_ERROR(CheckClaimDeferred(r ? &*r : nullptr, queue.config, seq, now));
+    Row next = *r;
+    next.state = MessageState::kLocked;
+    next.delivery_count += 1;
+    next.token = token;
+    next.locked_until = locked_until;
+    Message m = ToMessage(seq, next, queue.config.name);
+    MQLITE_RETURN_IF_ERROR(WriteRow(seq, &*r, next));
+    return m;
+  }
+
+  // ---- Settle (SPEC §3, §6) ----
+
+  Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Settle"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, req.seq));
+    MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(r ? &*r : nullptr, queue.config, req));
+    MQLITE_RETURN_IF_ERROR(ApplyTo(req.seq, *r, v, req.now));
+    return SettleResultOf(v);
+  }
+
+  // ---- Inspection and DLQ (SPEC §6) ----
+
+  // One cursor on by_state per state asked for, merged by seq.
+  Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    struct Head {
+      MDB_cursor* c = nullptr;
+      int64_t seq = 0;
+      bool valid = false;
+    };
+    std::vector<Head> heads;
+    struct Closer {
+      std::vector<Head>* h;
+      ~Closer() {
+        for (Head& x : *h) mdb_cursor_close(x.c);
+      }
+    } closer{&heads};
+    auto settle = [&](Head& h, int rc, const MDB_val& k, int state) -> Status {
+      if (rc == MDB_NOTFOUND) {
+        h.valid = false;
+        return Status::OK();
+      }
+      if (rc != 0) return Fail(rc, "Peek: walk by_state");
+      const std::string_view key = SV(k);
+      h.valid = key.size() == kIndexKeySize && key[0] == IndexTag(kByState) &&
+                ReadI64(key.data() + 1) == queue.id && ReadI64(key.data() + kIndexTimeAt) == state;
+      if (h.valid) h.seq = ReadI64(key.data() + kIndexSeqAt);
+      return Status::OK();
+    };
+    std::vector<int> states;
+    for (int s = 0; s < kStates; ++s) {
+      if (o.state && S(*o.state) != s) continue;
+      Head h;
+      if (int rc = mdb_cursor_open(T(), dbi(kByState), &h.c); rc != 0) {
+        return Fail(rc, "Peek: open a cursor");
+      }
+      heads.push_back(h);
+      states.push_back(s);
+      const std::string start =
+          IndexKey(kByState, queue.id, s, o.from_seq == kMax ? kMax : o.from_seq + 1);
+      MDB_val k = V(start), v{};
+      const int rc = mdb_cursor_get(heads.back().c, &k, &v, MDB_SET_RANGE);
+      MQLITE_RETURN_IF_ERROR(settle(heads.back(), rc, k, s));
+    }
+    std::vector<Message> out;
+    while (static_cast<int>(out.size()) < o.max_messages) {
+      size_t best = heads.size();
+      for (size_t i = 0; i < heads.size(); ++i) {
+        if (heads[i].valid && (best == heads.size() || heads[i].seq < heads[best].seq)) best = i;
+      }
+      if (best == heads.size()) break;
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(heads[best].seq));
+      out.push_back(ToMessage(heads[best].seq, r, queue.config.name));
+      MDB_val k{}, v{};
+      const int rc = mdb_cursor_get(heads[best].c, &k, &v, MDB_NEXT);
+      MQLITE_RETURN_IF_ERROR(settle(heads[best], rc, k, states[best]));
+    }
+    return out;
+  }
+
+  Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(queue.id));
+    QueueStats st;
+    st.active = q.count[S(MessageState::kActive)];
+    st.locked = q.count[S(MessageState::kLocked)];
+    st.deferred = q.count[S(MessageState::kDeferred)];
+    st.scheduled = q.count[S(MessageState::kScheduled)];
+    st.dead_lettered = q.count[S(MessageState::kDeadLettered)];
+    st.total = q.total();
+    for (int64_t b : q.bytes) st.body_bytes += b;
+    // Oldest claimable (StoreTxn::Stats): active heads by age (the first that
+    // qualifies), then due schedules and lapsed leases (the minimum of what
+    // each bounded walk visits).
+    std::optional<int64_t> oldest;
+    auto walk = [&](Db db, int64_t until, bool first_only) -> Status {
+      std::vector<int64_t> seqs;
+      MQLITE_RETURN_IF_ERROR(WalkSeqs(db, queue.id, until, kStatsProbeLimit + 1, &seqs));
+      for (int64_t seq : seqs) {
+        MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+        if (!r.is_head || !WouldDeliver(r, queue.config, now)) continue;
+        if (!oldest || r.enqueued_at < *oldest) oldest = r.enqueued_at;
+        if (first_only) break;
+      }
+      return Status::OK();
+    };
+    MQLITE_RETURN_IF_ERROR(walk(kClaimAge, kMax, /*first_only=*/true));
+    MQLITE_RETURN_IF_ERROR(walk(kDue, now, /*first_only=*/false));
+    MQLITE_RETURN_IF_ERROR(walk(kLease, now, /*first_only=*/false));
+    if (oldest) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - *oldest);
+    return st;
+  }
+
+  Result<int64_t> Redrive(const QueueRecord& queue, const QueueRecord& target,
+                          const RedriveOptions& o, int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(Writable("Redrive"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(target));
+    MQLITE_RETURN_IF_ERROR(CheckRoom());
+    std::vector<int64_t> seqs;
+    MQLITE_RETURN_IF_ERROR(OldestDead(queue.id, now - o.older_than_ms, o.max_messages, &seqs));
+    int64_t moved = 0;
+    for (int64_t seq : seqs) {
+      MQLITE_ASSIGN_OR_RETURN(std::optional<Row> old, Find(queue.id, seq));
+      if (!old) continue;
+      std::optional<RedrivePlan> plan = PlanRedrive(old->group_id, target.config, now);
+      if (!plan) continue;
+      Row r = *old;
+      r.queue_id = target.id;
+      r.state = MessageState::kActive;
+      r.group_key = std::move(plan->group_key);
+      if (r.group_key) {
+        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLive(target.id, *r.group_key));
+        r.is_head = !live;
+      } else {
+        r.is_head = true;
+      }
+      r.delivery_count = 0;
+      r.token = LockToken{};
+      r.locked_until = 0;
+      r.visible_at = plan->visible_at;
+      r.expires_at = plan->expires_at;
+      r.dead_lettered_at = 0;
+      r.dead_letter_reason.reset();
+      r.dead_letter_description.reset();
+      const int64_t fresh = NextSeq();
+      MQLITE_RETURN_IF_ERROR(WriteRow(fresh, nullptr, r, /*count=*/true, MDB_APPEND));
+      MQLITE_RETURN_IF_ERROR(AddCounts(target.id, {}, {}, fresh));
+      MQLITE_RETURN_IF_ERROR(RemoveRow(seq, *old));
+      ++moved;
+    }
+    return moved;
+  }
+
+  Result<int64_t> PurgeDeadLetters(const QueueRecord& queue, const PurgeOptions& o,
+                                   int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PurgeDeadLetters"));
+    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    std::vector<int64_t> seqs;
+    MQLITE_RETURN_IF_ERROR(OldestDead(queue.id, now - o.older_than_ms, o.max_messages, &seqs));
+    for (int64_t seq : seqs) MQLITE_RETURN_IF_ERROR(Remove(seq));
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  // ---- Operator paths ----
+
+  Status DeadLetterMessage(const QueueRecord& queue, int64_t seq, std::string_view reason,
+                           const std::optional<std::string>& description, int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DeadLetterMessage"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, seq));
+    MQLITE_RETURN_IF_ERROR(CheckDeadLetterMessage(r ? &*r : nullptr, seq));
+    return DeadLetter(seq, *r, reason, description, now);
+  }
+
+  Status DeleteMessage(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DeleteMessage"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, seq));
+    MQLITE_RETURN_IF_ERROR(CheckDeleteMessage(r ? &*r : nullptr, seq));
+    return RemoveRow(seq, *r);
+  }
+
+  // ---- Maintenance and recovery (SPEC §3, §6, §7.1) ----
+  // Each collects at most `limit` seqs from one index seek, then applies them.
+
+  Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PromoteDue"));
+    std::vector<int64_t> seqs;
+    MQLITE_RETURN_IF_ERROR(WalkSeqs(kDue, queue.id, now, limit, &seqs, /*count=*/true));
+    for (int64_t seq : seqs) {
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+      Row next = r;
+      next.state = MessageState::kActive;
+      MQLITE_RETURN_IF_ERROR(WriteRow(seq, &r, next));
+    }
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
+                               int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("ReclaimLocks"));
+    std::vector<int64_t> seqs;
+    MQLITE_RETURN_IF_ERROR(
+        WalkSeqs(kLease, queue.id, all_locked ? kMax : now, limit, &seqs, /*count=*/true));
+    for (int64_t seq : seqs) {
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+      MQLITE_RETURN_IF_ERROR(ApplyTo(seq, r, DecideReclaim(r, queue.config), now));
+    }
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("ExpireMessages"));
+    std::vector<int64_t> seqs;
+    MQLITE_RETURN_IF_ERROR(WalkSeqs(kTtl, queue.id, now, limit, &seqs, /*count=*/true));
+    const Verdict v = DecideExpire(queue.config);
+    for (int64_t seq : seqs) MQLITE_RETURN_IF_ERROR(Apply(seq, v, now));
+    return static_cast<int64_t>(seqs.size());
+  }
+
+  Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& b, int64_t now,
+                                   int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("EnforceRetention"));
+    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(queue.id));
+    if (!RetentionPass::Bounded(b)) return int64_t{0};
+    RetentionPass pass(b, now, q.count[S(MessageState::kDeadLettered)],
+                       q.bytes[S(MessageState::kDeadLettered)]);
+    std::vector<int64_t> candidates;
+    MQLITE_RETURN_IF_ERROR(WalkSeqs(kDlq, queue.id, kMax, limit, &candidates, /*count=*/true));
+    std::vector<std::pair<int64_t, Row>> victims;
+    for (int64_t seq : candidates) {
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+      if (!pass.Evict(r.dead_lettered_at, static_cast<int64_t>(r.body.size()))) break;
+      victims.emplace_back(seq, std::move(r));
+    }
+    for (const auto& [seq, r] : victims) MQLITE_RETURN_IF_ERROR(RemoveRow(seq, r));
+    return static_cast<int64_t>(victims.size());
+  }
+
+  // ---- Idempotency records (SPEC §4, §7.2, §7.3) ----
+
+  Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& queue, std::string_view key,
+                                               int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kDedup, DedupKey(queue.id, key)));
+    if (!raw) return std::optional<DedupRecord>();
+    MQLITE_ASSIGN_OR_RETURN(DedupRecord r, DecodeDedup(*raw));
+    if (r.expires_at <= now) return std::optional<DedupRecord>();
+    return std::optional<DedupRecord>(std::move(r));
+  }
+
+  Status PutDedup(const QueueRecord& queue, std::string_view key, const DedupRecord& r) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PutDedup"));
+    MQLITE_RETURN_IF_ERROR(EraseDedup(queue.id, key));
+    MQLITE_RETURN_IF_ERROR(Put(kDedup, DedupKey(queue.id, key), EncodeDedup(r)));
+    return Put(kDedupExp, ExpiryKey(kDedupExp, r.expires_at, DedupKey(queue.id, key)), "");
+  }
+
+  Result<bool> FindReceipt(std::string_view key, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kReceipts, key));
+    return raw && raw->size() == 8 && ReadI64(raw->data()) > now;
+  }
+
+  Status PutReceipt(std::string_view key, int64_t expires_at) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PutReceipt"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kReceipts, key));
+    if (old && old->size() == 8) {
+      MQLITE_RETURN_IF_ERROR(Del(kReceiptExp, ExpiryKey(kReceiptExp, ReadI64(old->data()), key)));
+    }
+    MQLITE_RETURN_IF_ERROR(Put(kReceipts, key, SeqKey(expires_at)));
+    return Put(kReceiptExp, ExpiryKey(kReceiptExp, expires_at, key), "");
+  }
+
+  Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kAttempts, id));
+    if (!raw) return std::optional<AttemptRecord>();
+    MQLITE_ASSIGN_OR_RETURN(AttemptRecord r, DecodeAttempt(*raw));
+    if (r.expires_at <= now) return std::optional<AttemptRecord>();
+    return std::optional<AttemptRecord>(std::move(r));
+  }
+
+  Status PutAttempt(std::string_view id, const AttemptRecord& r) override {
+    MQLITE_RETURN_IF_ERROR(Writable("PutAttempt"));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kAttempts, id));
+    if (old) {
+      MQLITE_ASSIGN_OR_RETURN(AttemptRecord prev, DecodeAttempt(*old));
+      MQLITE_RETURN_IF_ERROR(Del(kAttemptExp, ExpiryKey(kAttemptExp, prev.expires_at, id)));
+    }
+    MQLITE_RETURN_IF_ERROR(Put(kAttempts, id, EncodeAttempt(r)));
+    return Put(kAttemptExp, ExpiryKey(kAttemptExp, r.expires_at, id), "");
+  }
+
+  Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
+    MQLITE_RETURN_IF_ERROR(Writable("DropExpiredRecords"));
+    int64_t total = 0;
+    for (auto [exp, main] : {std::pair{kDedupExp, kDedup}, std::pair{kReceiptExp, kReceipts},
+                             std::pair{kAttemptExp, kAttempts}}) {
+      std::vector<std::string> keys;
+      if (limit <= 0) break;
+      MQLITE_RETURN_IF_ERROR(Scan(
+          exp, std::string(1, IndexTag(exp)),
+          [&](std::string_view k, std::string_view) {
+            if (k.size() < kExpiryKeyAt || ReadI64(k.data() + 1) > now) return false;
+            keys.emplace_back(k);
+            return static_cast<int64_t>(keys.size()) < limit;
+          },
+          &ProbeRef().maintenance_steps));
+      for (const std::string& k : keys) {
+        MQLITE_RETURN_IF_ERROR(Del(exp, k));
+        MQLITE_RETURN_IF_ERROR(Del(main, std::string_view(k).substr(kExpiryKeyAt)));
+      }
+      total += static_cast<int64_t>(keys.size());
+    }
+    return total;
+  }
+
+  // ---- Savepoints and the native handle ----
+
+  // A nested write transaction. A read transaction cannot nest in LMDB and
+  // cannot fail part-way, so its body runs directly.
+  Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
+    if (read_only_) return body(*this);
+    CloseCursors();  // a parent's cursors cannot be used while a child is open
+    MDB_txn* child = nullptr;
+    if (int rc = mdb_txn_begin(mdb_txn_env(T()), T(), 0, &child); rc != 0) {
+      return Fail(rc, "begin a savepoint (nested transaction)");
+    }
+    stack_.push_back(child);
+    Status s = body(*this);
+    CloseCursors();
+    stack_.pop_back();
+    if (!s.ok()) {
+      mdb_txn_abort(child);
+      return s;
+    }
+    if (int rc = mdb_txn_commit(child); rc != 0) return Fail(rc, "commit a savepoint");
+    return s;
+  }
+
+  void* NativeHandle() override { return read_only_ ? nullptr : static_cast<void*>(T()); }
+
+  // SPEC §8: after application code ran with the MDB_txn*. An LMDB call that
+  // failed there (MDB_MAP_FULL, a bad DBI, ...) leaves the transaction
+  // unusable; every later call answers MDB_BAD_TXN, so one probe read tells.
+  Status CheckNativeTxnOpen() override {
+    const int rc = ProbeTxn();
+    if (rc == 0) return Status::OK();
+    return Status::InvalidArgument(
+        std::string("Tx: the MDB_txn* is no longer usable after the callback (") +
+        mdb_strerror(rc) +
+        "): an LMDB call the application made inside it failed, which poisons the whole "
+        "transaction; everything it did was rolled back (docs/lmdb-store.md, \"Tx\")");
+  }
+
+ private:
+  MDB_txn* T() const { return stack_.back(); }
+  MDB_dbi dbi(Db db) const;
+  Probe& ProbeRef();
+
+  Status Writable(const char* op) const {
+    if (!read_only_) return Status::OK();
+    return Status::Internal(std::string(op) +
+                            ": a write inside a read transaction (TxnKind::kRead)");
+  }
+
+  // Every LMDB error of an operation goes through here: MDB_MAP_FULL marks
+  // the transaction so that Run grows the map and reruns the body.
+  Status Fail(int rc, std::string_view what) {
+    if (rc == MDB_MAP_FULL) map_full_ = true;
+    return LmdbStatus(rc, "LMDB store: " + std::string(what));
+  }
+
+  // At the map cap (LmdbOptions::max_map_bytes): refuses to add messages once
+  // less than the headroom is free, so settles and purges can still drain.
+  Status CheckRoom();
+
+  // ---- Plain access ----
+
+  Result<std::optional<std::string>> Get(Db db, std::string_view key) {
+    MDB_val k = V(key), v{};
+    const int rc = mdb_get(T(), dbi(db), &k, &v);
+    if (rc == MDB_NOTFOUND) return std::optional<std::string>();
+    if (rc != 0) return Fail(rc, std::string("read ") + DbName(db));
+    return std::optional<std::string>(std::string(SV(v)));
+  }
+  Status Put(Db db, std::string_view key, std::string_view value, unsigned flags = 0) {
+    MDB_val k = V(key), v = V(value);
+    int rc = mdb_put(T(), dbi(db), &k, &v, flags);
+    if (rc == MDB_KEYEXIST && (flags & MDB_APPEND)) {
+      k = V(key);
+      v = V(value);
+      rc = mdb_put(T(), dbi(db), &k, &v, 0);
+    }
+    if (rc != 0) return Fail(rc, std::string("write ") + DbName(db));
+    return Status::OK();
+  }
+  Status Del(Db db, std::string_view key) {
+    MDB_val k = V(key);
+    const int rc = mdb_del(T(), dbi(db), &k, nullptr);
+    if (rc != 0 && rc != MDB_NOTFOUND) return Fail(rc, std::string("delete from ") + DbName(db));
+    return Status::OK();
+  }
+  // A cursor on `db` in the innermost transaction, kept until the next
+  // savepoint boundary or the end of the body.
+  Result<MDB_cursor*> CursorOn(Db db) {
+    if (cursors_[db] == nullptr) {
+      if (int rc = mdb_cursor_open(T(), dbi(db), &cursors_[db]); rc != 0) {
+        cursors_[db] = nullptr;
+        return Fail(rc, std::string("open a cursor on ") + DbName(db));
+      }
+    }
+    return cursors_[db];
+  }
+  // Calls fn(key, value) for every entry from the first key ≥ `prefix` that
+  // starts with `prefix`, until fn returns false. Views are valid only during
+  // the call.
+  // `steps`, if given, counts every cursor call (the §11 pins).
+  template <class Fn>
+  Status Scan(Db db, std::string_view prefix, Fn fn, std::atomic<int64_t>* steps = nullptr) {
+    MQLITE_ASSIGN_OR_RETURN(MDB_cursor * c, CursorOn(db));
+    MDB_val k = V(prefix), v{};
+    auto step = [&](MDB_cursor_op op) {
+      if (steps) steps->fetch_add(1, std::memory_order_relaxed);
+      return mdb_cursor_get(c, &k, &v, op);
+    };
+    int rc = step(prefix.empty() ? MDB_FIRST : MDB_SET_RANGE);
+    while (rc == 0) {
+      if (!SV(k).starts_with(prefix) || !fn(SV(k), SV(v))) return Status::OK();
+      rc = step(MDB_NEXT);
+    }
+    if (rc != MDB_NOTFOUND) return Fail(rc, std::string("walk ") + DbName(db));
+    return Status::OK();
+  }
+  // Up to `limit` seqs of `queue_id` from an index keyed (queue, time, seq)
+  // whose time ≤ `until`, in index order.
+  Status WalkSeqs(Db db, int64_t queue_id, int64_t until, int64_t limit,
+                  std::vector<int64_t>* seqs, bool count = false) {
+    if (limit <= 0) return Status::OK();
+    return Scan(
+        db, IndexPrefix(db, queue_id),
+        [&](std::string_view k, std::string_view) {
+          if (k.size() != kIndexKeySize || ReadI64(k.data() + kIndexTimeAt) > until) return false;
+          seqs->push_back(ReadI64(k.data() + kIndexSeqAt));
+          return static_cast<int64_t>(seqs->size()) < limit;
+        },
+        count ? &ProbeRef().maintenance_steps : nullptr);
+  }
+  // Dead letters dead-lettered at or before `cutoff`, oldest first, at most
+  // `max` (0 = all).
+  Status OldestDead(int64_t queue_id, int64_t cutoff, int64_t max, std::vector<int64_t>* seqs) {
+    return WalkSeqs(kDlq, queue_id, cutoff, max > 0 ? max : kMax, seqs);
+  }
+
+  // Adds `delta` to the i64 meta counter `name` and returns the new value.
+  Result<int64_t> Bump(const char* name, int64_t delta) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kMeta, name));
+    const int64_t now = (raw && raw->size() == 8 ? ReadI64(raw->data()) : 0) + delta;
+    MQLITE_RETURN_IF_ERROR(Put(kMeta, name, SeqKey(now)));
+    return now;
+  }
+  // The next seq (SPEC §3): the store's counter, never handed out twice in
+  // this process (a rolled-back one is skipped) and, after a reopen, above
+  // every committed one (QueueData::last_seq, meta "last_seq").
+  int64_t NextSeq();
+
+  static std::string DedupKey(int64_t queue_id, std::string_view key) {
+    std::string k;
+    AppendI64(&k, queue_id);
+    k.append(key);
+    return k;
+  }
+  Status EraseDedup(int64_t queue_id, std::string_view key) {
+    const std::string k = DedupKey(queue_id, key);
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kDedup, k));
+    if (!raw) return Status::OK();
+    MQLITE_ASSIGN_OR_RETURN(DedupRecord r, DecodeDedup(*raw));
+    MQLITE_RETURN_IF_ERROR(Del(kDedupExp, ExpiryKey(kDedupExp, r.expires_at, k)));
+    return Del(kDedup, k);
+  }
+
+  // ---- Queues and rows ----
+
+  Result<QueueData> LoadQueue(int64_t id) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, SeqKey(id)));
+    if (!raw) return Status::QueueNotFound("queue id " + std::to_string(id) + " does not exist");
+    return DecodeQueue(*raw);
+  }
+  Status StoreQueue(int64_t id, const QueueData& q) { return Put(kQueues, SeqKey(id), EncodeQueue(q)); }
+  Status RequireQueue(const QueueRecord& queue) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, SeqKey(queue.id)));
+    if (raw) return Status::OK();
+    return Status::QueueNotFound("queue '" + queue.config.name + "' (id " +
+                                 std::to_string(queue.id) + ") does not exist");
+  }
+  // Adds to the queue's counters; raises its last_seq to `seq`.
+  Status AddCounts(int64_t queue_id, const std::array<int64_t, kStates>& count,
+                   const std::array<int64_t, kStates>& bytes, int64_t seq = 0) {
+    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(queue_id));
+    for (int s = 0; s < kStates; ++s) {
+      q.count[s] += count[s];
+      q.bytes[s] += bytes[s];
+    }
+    q.last_seq = std::max(q.last_seq, seq);
+    return StoreQueue(queue_id, q);
+  }
+
+  // Message `seq`, which an index or the caller says exists.
+  Result<Row> Load(int64_t seq) {
+    MDB_val k{}, v{};
+    const std::string key = SeqKey(seq);
+    k = V(key);
+    const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
+    if (rc == MDB_NOTFOUND) {
+      return Status::Corruption("LMDB store: an index names message " + std::to_string(seq) +
+                                ", which does not exist");
+    }
+    if (rc != 0) return Fail(rc, "read mqlite/messages");
+    return DecodeRow(SV(v));
+  }
+  // Message `seq` if it belongs to `queue_id` (SPEC §2: another queue's seq
+  // is unknown here).
+  Result<std::optional<Row>> Find(int64_t queue_id, int64_t seq) {
+    MDB_val v{};
+    const std::string key = SeqKey(seq);
+    MDB_val k = V(key);
+    const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
+    if (rc == MDB_NOTFOUND) return std::optional<Row>();
+    if (rc != 0) return Fail(rc, "read mqlite/messages");
+    MQLITE_ASSIGN_OR_RETURN(int64_t q, RowQueueId(SV(v)));
+    if (q != queue_id) return std::optional<Row>();
+    MQLITE_ASSIGN_OR_RETURN(Row r, DecodeRow(SV(v)));
+    return std::optional<Row>(std::move(r));
+  }
+
+  Result<bool> GroupHasLive(int64_t queue_id, const std::string& key) {
+    const std::string prefix = GroupPrefix(queue_id, key);
+    bool live = false;
+    MQLITE_RETURN_IF_ERROR(Scan(kGroup, prefix, [&](std::string_view k, std::string_view) {
+      live = k.size() == prefix.size() + 8;
+      return false;
+    }));
+    return live;
+  }
+
+  Status Reindex(Db db, const std::optional<std::string>& before,
+                 const std::optional<std::string>& after) {
+    if (before == after) return Status::OK();
+    if (before) MQLITE_RETURN_IF_ERROR(Del(db, *before));
+    if (after) MQLITE_RETURN_IF_ERROR(Put(db, *after, ""));
+    return Status::OK();
+  }
+
+  // Moves every index entry (and, when `count`, the counters) of row `seq`
+  // from `before` to `after` (nullptr = absent).
+  Status IndexRow(int64_t seq, const Row* before, const Row* after, bool count) {
+    auto of = [&](auto key_fn, const Row* r) -> std::optional<std::string> {
+      return r ? key_fn(seq, *r) : std::nullopt;
+    };
+    const std::optional<std::string> claim_before = of(ClaimKeyOf, before);
+    const std::optional<std::string> claim_after = of(ClaimKeyOf, after);
+    MQLITE_RETURN_IF_ERROR(Reindex(kClaim, claim_before, claim_after));
+    if (watch_ && claim_after && claim_after != claim_before &&
+        (!watch_min_ || *claim_after < *watch_min_)) {
+      watch_min_ = claim_after;
+    }
+    MQLITE_RETURN_IF_ERROR(Reindex(kClaimAge, of(ClaimAgeKeyOf, before), of(ClaimAgeKeyOf, after)));
+    MQLITE_RETURN_IF_ERROR(Reindex(kGroup, of(GroupKeyOf, before), of(GroupKeyOf, after)));
+    MQLITE_RETURN_IF_ERROR(Reindex(kDue, of(DueKeyOf, before), of(DueKeyOf, after)));
+    MQLITE_RETURN_IF_ERROR(Reindex(kLease, of(LeaseKeyOf, before), of(LeaseKeyOf, after)));
+    MQLITE_RETURN_IF_ERROR(Reindex(kTtl, of(TtlKeyOf, before), of(TtlKeyOf, after)));
+    MQLITE_RETURN_IF_ERROR(Reindex(kDlq, of(DlqKeyOf, before), of(DlqKeyOf, after)));
+    MQLITE_RETURN_IF_ERROR(Reindex(kByState, of(StateKeyOf, before), of(StateKeyOf, after)));
+    if (!count) return Status::OK();
+    if (before && after && before->queue_id == after->queue_id && before->state == after->state) {
+      return Status::OK();  // bodies never change, so neither do the byte totals
+    }
+    auto delta = [](std::array<int64_t, kStates>* c, std::array<int64_t, kStates>* b,
+                    const Row& r, int64_t sign) {
+      (*c)[S(r.state)] += sign;
+      (*b)[S(r.state)] += sign * static_cast<int64_t>(r.body.size());
+    };
+    std::array<int64_t, kStates> c{}, b{};
+    if (before) delta(&c, &b, *before, -1);
+    if (after && before && after->queue_id != before->queue_id) {
+      MQLITE_RETURN_IF_ERROR(AddCounts(before->queue_id, c, b));
+      c = {};
+      b = {};
+    }
+    if (after) delta(&c, &b, *after, +1);
+    MQLITE_RETURN_IF_ERROR(AddCounts(after ? after->queue_id : before->queue_id, c, b));
+    return Status::OK();
+  }
+
+  Status WriteRow(int64_t seq, const Row* before, const Row& after, bool count = true,
+                  unsigned flags = 0) {
+    MQLITE_RETURN_IF_ERROR(IndexRow(seq, before, &after, count));
+    return Put(kMessages, SeqKey(seq), EncodeRow(after), flags);
+  }
+  Status EraseRow(int64_t seq, const Row& before, bool count = true) {
+    MQLITE_RETURN_IF_ERROR(IndexRow(seq, &before, nullptr, count));
+    return Del(kMessages, SeqKey(seq));
+  }
+
+  // ---- Transitions that keep headship right ----
+
+  // Makes the lowest-seq live member of the group its head, after the old
+  // head left (one seek of the group index).
+  Status PromoteNext(int64_t queue_id, const std::string& key) {
+    const std::string prefix = GroupPrefix(queue_id, key);
+    std::optional<int64_t> next_seq;
+    MQLITE_RETURN_IF_ERROR(Scan(kGroup, prefix, [&](std::string_view k, std::string_view) {
+      if (k.size() == prefix.size() + 8) next_seq = ReadI64(k.data() + prefix.size());
+      return false;
+    }));
+    if (!next_seq) return Status::OK();
+    MQLITE_ASSIGN_OR_RETURN(Row r, Load(*next_seq));
+    if (r.is_head) return Status::OK();
+    Row next = r;
+    next.is_head = true;
+    return WriteRow(*next_seq, &r, next);
+  }
+
+  // Deletes row `seq` (as just read) and hands headship on.
+  Status RemoveRow(int64_t seq, const Row& r) {
+    MQLITE_RETURN_IF_ERROR(EraseRow(seq, r));
+    if (r.is_head && r.group_key) return PromoteNext(r.queue_id, *r.group_key);
+    return Status::OK();
+  }
+  // The same, reading the live row first; absent: nothing to do.
+  Status Remove(int64_t seq) {
+    MDB_val v{};
+    const std::string key = SeqKey(seq);
+    MDB_val k = V(key);
+    const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
+    if (rc == MDB_NOTFOUND) return Status::OK();
+    if (rc != 0) return Fail(rc, "read mqlite/messages");
+    MQLITE_ASSIGN_OR_RETURN(Row r, DecodeRow(SV(v)));
+    return RemoveRow(seq, r);
+  }
+
+  Status DeadLetter(int64_t seq, const Row& r, std::string_view reason,
+                    const std::optional<std::string>& description, int64_t now) {
+    Row next = r;
+    next.state = MessageState::kDeadLettered;
+    next.token = LockToken{};
+    next.locked_until = 0;
+    next.dead_lettered_at = now;
+    next.dead_letter_reason = std::string(reason);
+    next.dead_letter_description = description;
+    next.is_head = false;
+    MQLITE_RETURN_IF_ERROR(WriteRow(seq, &r, next));
+    if (r.is_head && r.group_key) return PromoteNext(r.queue_id, *r.group_key);
+    return Status::OK();
+  }
+
+  // Applies a store_util.h verdict to row `seq` as just read (`r`). kDeliver
+  // is Claim's own and changes nothing here.
+  Status ApplyTo(int64_t seq, const Row& r, const Verdict& v, int64_t now) {
+    switch (v.action) {
+      case Verdict::Action::kUnlock: {  // the lease and token go
+        Row next = r;
+        next.state = v.to;
+        next.token = LockToken{};
+        next.locked_until = 0;
+        if (v.to == MessageState::kScheduled) next.visible_at = v.visible_at;
+        return WriteRow(seq, &r, next);
+      }
+      case Verdict::Action::kRenew: {
+        Row next = r;
+        next.locked_until = v.locked_until;
+        return WriteRow(seq, &r, next);
+      }
+      case Verdict::Action::kDeadLetter:
+        return DeadLetter(seq, r, v.reason, v.description, now);
+      case Verdict::Action::kDelete:
+        return RemoveRow(seq, r);
+      case Verdict::Action::kDeliver:
+        return Status::OK();
+    }
+    return Status::OK();
+  }
+  Status Apply(int64_t seq, const Verdict& v, int64_t now) {
+    MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+    return ApplyTo(seq, r, v, now);
+  }
+
+  LmdbStore* const store_;
+  std::vector<MDB_txn*> stack_;  // the Run's transaction, then open savepoints
+  const bool read_only_;
+  bool map_full_ = false;
+  bool poisoned_ = false;
+  std::array<MDB_cursor*, kDbCount> cursors_{};
+  // Claim's watch on claim-index inserts (see Claim).
+  bool watch_ = false;
+  std::optional<std::string> watch_min_;
+};
+
+class LmdbStore final : public Store {
+ public:
+  LmdbStore(std::unique_ptr<FileLock> lock, MDB_env* env, std::array<MDB_dbi, kDbCount> dbis,
+            std::string dir, const LmdbOptions& options, int64_t map_size, int64_t page_size,
+            int64_t last_seq)
+      : lock_(std::move(lock)),
+        env_(env),
+        dbis_(dbis),
+        dir_(std::move(dir)),
+        options_(options),
+        map_size_(map_size),
+        page_size_(page_size),
+        last_seq_(last_seq) {}
+  ~LmdbStore() override {
+    mdb_env_close(env_);  // before the lock goes (file_lock.h)
+  }
+
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities c;
+    c.exclusive = true;
+    c.native_handle_type = kHandleType;
+    c.crash_model = "process";
+    c.name = "lmdb";
+    c.write_concurrency = 1;
+    return c;
+  }
+
+  Status Run(TxnKind kind, const RunOptions& options,
+             const std::function<Status(StoreTxn&)>& body) override {
+    if (kind == TxnKind::kRead) return RunRead(body);
+    MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the LMDB writer"));
+    struct Release {
+      RunGate* gate;
+      ~Release() { gate->Release(RunGate::Mode::kExclusive); }
+    } release{&gate_};
+    // A body that cannot be rerun (a Tx) would have to fail with Unavailable
+    // on MDB_MAP_FULL: grow before it starts while the map is half used.
+    // Rerunnable bodies grow the map when they meet MDB_MAP_FULL.
+    while (!options.rerunnable && CanGrow() && UsedBytes() * 2 > map_size()) {
+      MQLITE_RETURN_IF_ERROR(Grow());
+    }
+    for (;;) {
+      bool grow = false;
+      bool poisoned = false;
+      bool app_failed = false;
+      Status s;
+      {
+        std::shared_lock<std::shared_mutex> resize(resize_mu_);
+        MDB_txn* txn = nullptr;
+        if (int rc = mdb_txn_begin(env_, nullptr, 0, &txn); rc != 0) {
+          return LmdbStatus(rc, "LMDB store " + dir_ + ": begin a write transaction");
+        }
+        LmdbTxn t(this, txn, /*read_only=*/false);
+        s = body(t);
+        t.CloseCursors();
+        // A Tx that failed may have failed because an LMDB call of the
+        // application's poisoned the transaction (its MDB_MAP_FULL never
+        // reached the store).
+        if (!s.ok() && !options.rerunnable && !t.map_full()) app_failed = t.ProbeTxn() != 0;
+        poisoned = t.poisoned();
+        if (t.map_full() && CanGrow()) {
+          mdb_txn_abort(txn);
+          grow = true;
+        } else if (!s.ok()) {
+          mdb_txn_abort(txn);
+        } else if (int rc = mdb_txn_commit(txn); rc != 0) {
+          if (rc == MDB_MAP_FULL && CanGrow()) {
+            grow = true;
+          } else {
+            s = LmdbStatus(rc, "LMDB store " + dir_ + ": commit");
+          }
+        }
+      }
+      if (poisoned && !grow && CanGrow()) {
+        // The application's own write may have hit MDB_MAP_FULL (its error
+        // never reached the store): grow so that running the Tx again works.
+        MQLITE_RETURN_IF_ERROR(Grow());
+        if (app_failed) return s;  // the application's own answer stands
+        return Status::Unavailable(std::string(s.message()) + "; the map was grown to " + Mib(map_size()) +
+                                   " in case it was full: run the Tx again");
+      }
+      if (!grow) return s;
+      MQLITE_RETURN_IF_ERROR(Grow());
+      probe_.map_full_reruns.fetch_add(1, std::memory_order_relaxed);
+      if (!options.rerunnable) {
+        return Status::Unavailable("LMDB store " + dir_ + ": the map was full and has grown to " +
+                                   Mib(map_size()) +
+                                   "; this transaction is never rerun by the store (a Tx runs "
+                                   "application code) and was rolled back: run it again");
+      }
+    }
+  }
+
+  // LMDB reuses freed pages; it never gives them back without a copy
+  // (SpaceMode::kReused). What housekeeping it needs is clearing reader slots
+  // left by dead processes, which would otherwise pin old pages forever.
+  Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
+    (void)options, (void)budget;
+    int dead = 0;
+    mdb_reader_check(env_, &dead);
+    return int64_t{0};
+  }
+
+  MDB_dbi dbi(Db db) const { return dbis_[db]; }
+  Probe& probe() { return probe_; }
+  int64_t map_size() {
+    std::shared_lock<std::shared_mutex> l(map_mu_);
+    return map_size_;
+  }
+  int64_t page_size() const { return page_size_; }
+  // The configured cap, or the map's size at open if it was already larger.
+  int64_t cap() const { return cap_; }
+  MDB_env* env() const { return env_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  Status RunRead(const std::function<Status(StoreTxn&)>& body) {
+    std::shared_lock<std::shared_mutex> resize(resize_mu_);
+    MDB_txn* txn = nullptr;
+    if (int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn); rc != 0) {
+      return LmdbStatus(rc, "LMDB store " + dir_ + ": begin a read transaction");
+    }
+    Status s;
+    {
+      LmdbTxn t(this, txn, /*read_only=*/true);
+      s = body(t);
+      t.CloseCursors();
+    }
+    mdb_txn_abort(txn);
+    return s;
+  }
+
+  bool CanGrow() { return map_size() < cap(); }
+  // Pages up to the last one committed: the free list is not subtracted
+  // (LmdbTxn::CheckRoom does that), so this errs towards growing early.
+  int64_t UsedBytes() {
+    MDB_envinfo info{};
+    mdb_env_info(env_, &info);
+    return (static_cast<int64_t>(info.me_last_pgno) + 1) * page_size_;
+  }
+
+  // Doubles the map (at most to the cap) with no transaction open.
+  Status Grow() {
+    std::unique_lock<std::shared_mutex> resize(resize_mu_);
+    const int64_t now = map_size();
+    const int64_t next = std::min(cap(), std::max(now * 2, now + page_size_));
+    if (int rc = mdb_env_set_mapsize(env_, static_cast<size_t>(next)); rc != 0) {
+      return LmdbStatus(rc, "LMDB store " + dir_ + ": grow the map to " + Mib(next));
+    }
+    std::unique_lock<std::shared_mutex> l(map_mu_);
+    map_size_ = next;
+    return Status::OK();
+  }
+
+  std::unique_ptr<FileLock> lock_;
+  MDB_env* const env_;
+  const std::array<MDB_dbi, kDbCount> dbis_;
+  const std::string dir_;
+  const LmdbOptions options_;
+  RunGate gate_;                 // one writer at a time, cancellable
+  std::shared_mutex resize_mu_;  // transactions shared, a map resize exclusive
+  std::shared_mutex map_mu_;     // guards map_size_
+  int64_t map_size_;
+  const int64_t cap_ = std::max(options_.max_map_bytes, map_size_);
+  const int64_t page_size_;
+  int64_t last_seq_;  // the last seq handed out; only the writer touches it
+  Probe probe_;
+
+  friend class LmdbTxn;
+};
+
+LmdbTxn::LmdbTxn(LmdbStore* store, MDB_txn* txn, bool read_only)
+    : store_(store), stack_{txn}, read_only_(read_only) {}
+
+MDB_dbi LmdbTxn::dbi(Db db) const { return store_->dbi(Physical(db)); }
+int64_t LmdbTxn::NextSeq() { return ++store_->last_seq_; }
+Probe& LmdbTxn::ProbeRef() { return store_->probe(); }
+
+Status LmdbTxn::CheckRoom() {
+  const int64_t cap = store_->cap();
+  const int64_t map = store_->map_size();
+  if (map < cap) return Status::OK();  // the map can still grow
+  const int64_t psize = store_->page_size();
+  const int64_t total = map / psize;
+  const int64_t headroom = std::max(kMinHeadroomPages, total / kHeadroomDivisor);
+  MDB_envinfo info{};
+  if (int rc = mdb_env_info(store_->env(), &info); rc != 0) return Fail(rc, "read the map size");
+  int64_t used = static_cast<int64_t>(info.me_last_pgno) + 1;
+  if (used + headroom <= total) return Status::OK();
+  // Pages freed by earlier commits are reused before the map grows: count
+  // them (the free list holds one entry per freeing transaction).
+  // LMDB opens the free list (sub-database 0) only to read transactions: read
+  // the committed one (MDB_NOTLS lets this thread hold both).
+  MDB_txn* reader = nullptr;
+  if (int rc = mdb_txn_begin(store_->env(), nullptr, MDB_RDONLY, &reader); rc != 0) {
+    return Fail(rc, "read the free list");
+  }
+  MDB_cursor* c = nullptr;
+  int rc = mdb_cursor_open(reader, 0, &c);
+  MDB_val k{}, v{};
+  if (rc == 0) rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+  while (rc == 0) {
+    if (v.mv_size >= sizeof(size_t)) {
+      size_t n = 0;
+      std::memcpy(&n, v.mv_data, sizeof(n));
+      used -= static_cast<int64_t>(n);
+    }
+    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+  }
+  if (c) mdb_cursor_close(c);
+  mdb_txn_abort(reader);
+  if (rc != MDB_NOTFOUND) return Fail(rc, "walk the free list");
+  if (used + headroom <= total) return Status::OK();
+  return Status::StoreFull(
+      "LMDB store " + store_->dir() + ": the map is at its cap of " + Mib(cap) +
+      " (LmdbOptions::max_map_bytes) with " + std::to_string(used * psize >> 10) +
+      " KiB in use; new messages are refused while the last " +
+      std::to_string(headroom * psize >> 10) +
+      " KiB stay free for completes and purges to drain the backlog");
+}
+
+// ---- Opening ----
+
+struct EnvCloser {
+  MDB_env* env = nullptr;
+  ~EnvCloser() {
+    if (env) mdb_env_close(env);
+  }
+};
+
+Status OpenDbis(MDB_env* env, const std::string& dir, std::array<MDB_dbi, kDbCount>* dbis,
+                int64_t* last_seq) {
+  MDB_txn* txn = nullptr;
+  if (int rc = mdb_txn_begin(env, nullptr, 0, &txn); rc != 0) {
+    return LmdbStatus(rc, "LMDB store " + dir + ": begin the opening transaction");
+  }
+  auto fail = [&](Status s) {
+    mdb_txn_abort(txn);
+    return s;
+  };
+  MDB_dbi meta = 0;
+  int rc = mdb_dbi_open(txn, DbName(kMeta), 0, &meta);
+  const bool fresh = rc == MDB_NOTFOUND;
+  if (rc != 0 && !fresh) return fail(LmdbStatus(rc, "LMDB store " + dir + ": open mqlite/meta"));
+  if (fresh) {
+    // A new environment, or one holding someone else's data: refuse the
+    // latter rather than mix our sub-databases into it.
+    MDB_dbi main = 0;
+    MDB_stat st{};
+    if ((rc = mdb_dbi_open(txn, nullptr, 0, &main)) != 0 ||
+        (rc = mdb_stat(txn, main, &st)) != 0) {
+      return fail(LmdbStatus(rc, "LMDB store " + dir + ": read the main database"));
+    }
+    if (st.ms_entries > 0) {
+      return fail(Status::SchemaVersionMismatch(
+          "LMDB store " + dir +
+          ": the environment holds data but no mqlite schema (it is not an mqlite store); "
+          "nothing was changed"));
+    }
+  } else {
+    MDB_val k = V(kSchemaKey), v{};
+    rc = mdb_get(txn, meta, &k, &v);
+    const std::string found = rc == 0 ? std::string(SV(v)) : std::string("(none)");
+    if (found != kLmdbSchemaToken) {
+      return fail(Status::SchemaVersionMismatch(
+          "LMDB store " + dir + ": schema '" + found + "', this build reads '" +
+          kLmdbSchemaToken + "'; nothing was changed"));
+    }
+  }
+  for (int i = 0; i < kPhysicalDbs; ++i) {
+    const Db db = static_cast<Db>(i);
+    if ((rc = mdb_dbi_open(txn, DbName(db), fresh ? MDB_CREATE : 0, &(*dbis)[i])) != 0) {
+      if (rc == MDB_NOTFOUND) {
+        return fail(Status::Corruption("LMDB store " + dir + ": sub-database " + DbName(db) +
+                                       " is missing"));
+      }
+      return fail(LmdbStatus(rc, "LMDB store " + dir + ": open " + DbName(db)));
+    }
+  }
+  if (fresh) {
+    MDB_val k = V(kSchemaKey), v = V(kLmdbSchemaToken);
+    if ((rc = mdb_put(txn, (*dbis)[kMeta], &k, &v, 0)) != 0) {
+      return fail(LmdbStatus(rc, "LMDB store " + dir + ": write the schema token"));
+    }
+  }
+  // The seq counter (LmdbTxn::NextSeq): above every seq ever committed.
+  *last_seq = 0;
+  MDB_val k = V(kLastSeqKey), v{};
+  if (mdb_get(txn, (*dbis)[kMeta], &k, &v) == 0 && v.mv_size == 8) {
+    *last_seq = ReadI64(static_cast<const char*>(v.mv_data));
+  }
+  MDB_cursor* c = nullptr;
+  if ((rc = mdb_cursor_open(txn, (*dbis)[kQueues], &c)) != 0) {
+    return fail(LmdbStatus(rc, "LMDB store " + dir + ": read mqlite/queues"));
+  }
+  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    Result<QueueData> q = DecodeQueue(SV(v));
+    if (!q.ok()) {
+      mdb_cursor_close(c);
+      return fail(q.status());
+    }
+    *last_seq = std::max(*last_seq, q->last_seq);
+  }
+  mdb_cursor_close(c);
+  if (rc != MDB_NOTFOUND) return fail(LmdbStatus(rc, "LMDB store " + dir + ": read mqlite/queues"));
+  if ((rc = mdb_txn_commit(txn)) != 0) {
+    return LmdbStatus(rc, "LMDB store " + dir + ": commit the opening transaction");
+  }
+  return Status::OK();
+}
+
+Result<std::unique_ptr<Store>> Open(const LmdbOptions& options) {
+  if (options.dir.empty()) return Status::InvalidArgument("LmdbOptions.dir is empty");
+  if (options.durability != Durability::kNormal && options.durability != Durability::kFull) {
+    return Status::InvalidArgument("LmdbOptions.durability is not kNormal or kFull");
+  }
+  if (options.initial_map_bytes < (int64_t{1} << 16) ||
+      options.max_map_bytes < options.initial_map_bytes) {
+    return Status::InvalidArgument(
+        "LmdbOptions: initial_map_bytes must be at least 64 KiB and max_map_bytes at least "
+        "initial_map_bytes (got " +
+        std::to_string(options.initial_map_bytes) + " and " +
+        std::to_string(options.max_map_bytes) + ")");
+  }
+  const std::string& dir = options.dir;
+  struct stat st{};
+  bool created_dir = false;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument("LMDB store " + dir +
+                                     ": not a directory (an LMDB environment is a directory "
+                                     "holding data.mdb and lock.mdb)");
+    }
+  } else if (errno == ENOENT) {
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      return OsErrorStatus(errno, "LMDB store " + dir + ": create the directory");
+    }
+    created_dir = true;
+  } else {
+    return OsErrorStatus(errno, "LMDB store " + dir + ": stat");
+  }
+  Result<std::unique_ptr<FileLock>> locked = FileLock::Acquire(dir + "/data.mdb");
+  if (!locked) {
+    if (created_dir) ::rmdir(dir.c_str());
+    return locked.status();
+  }
+  std::unique_ptr<FileLock> lock = std::move(*locked);
+  const std::string data = lock->canonical_path();
+  const std::string canonical_dir = data.substr(0, data.rfind('/'));
+  const bool created_file = lock->created_file();
+  // A refused open removes what it created: lock.mdb beside a new data.mdb,
+  // the data file and sidecar (FileLock::Abandon), the directory.
+  auto refuse = [&](Status s) -> Result<std::unique_ptr<Store>> {
+    if (created_file) ::unlink((canonical_dir + "/lock.mdb").c_str());
+    FileLock::Abandon(std::move(lock));
+    if (created_dir) ::rmdir(dir.c_str());
+    return s;
+  };
+  EnvCloser env;
+  if (int rc = mdb_env_create(&env.env); rc != 0) {
+    return refuse(LmdbStatus(rc, "LMDB store " + dir + ": mdb_env_create"));
+  }
+  mdb_env_set_maxdbs(env.env, kMaxDbs);
+  mdb_env_set_mapsize(env.env, static_cast<size_t>(options.initial_map_bytes));
+  if (int rc = mdb_env_open(env.env, canonical_dir.c_str(), EnvFlagsFor(options.durability), 0644);
+      rc != 0) {
+    mdb_env_close(env.env);
+    env.env = nullptr;
+    if (rc == MDB_INVALID) {
+      return refuse(Status::Corruption("LMDB store " + dir +
+                                       ": data.mdb is not an LMDB environment; nothing was changed"));
+    }
+    return refuse(LmdbStatus(rc, "LMDB store " + dir + ": mdb_env_open"));
+  }
+  int dead = 0;
+  mdb_reader_check(env.env, &dead);  // a SIGKILLed reader must not pin pages
+  std::array<MDB_dbi, kDbCount> dbis{};
+  int64_t last_seq = 0;
+  Status s = OpenDbis(env.env, dir, &dbis, &last_seq);
+  // A map too small even for the sub-databases grows like any other.
+  for (int64_t size = options.initial_map_bytes;
+       s.code() == StatusCode::kStoreFull && size < options.max_map_bytes;) {
+    size = std::min(options.max_map_bytes, size * 2);
+    mdb_env_set_mapsize(env.env, static_cast<size_t>(size));
+    s = OpenDbis(env.env, dir, &dbis, &last_seq);
+  }
+  if (!s.ok()) {
+    mdb_env_close(env.env);
+    env.env = nullptr;
+    return refuse(s);
+  }
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  mdb_env_info(env.env, &info);
+  mdb_env_stat(env.env, &stat);
+  LmdbStore* store = new LmdbStore(std::move(lock), env.env, dbis, dir, options,
+                                   static_cast<int64_t>(info.me_mapsize),
+                                   static_cast<int64_t>(stat.ms_psize), last_seq);
+  env.env = nullptr;  // the store owns it now
+  return std::unique_ptr<Store>(store);
+}
+
+}  // namespace
+
+unsigned EnvFlagsFor(Durability durability) {
+  // MDB_NOTLS: read transactions are not tied to threads (the engine may run
+  // a read on any thread). kNormal: MDB_NOMETASYNC — data pages are synced at
+  // every commit, the meta page at the next one, so a power loss may lose
+  // the last commit but never integrity. Never MDB_NOSYNC / MDB_MAPASYNC
+  // (corruption where the file system reorders writes) or MDB_WRITEMAP
+  // (savepoints need nested transactions).
+  unsigned flags = MDB_NOTLS;
+  if (durability == Durability::kNormal) flags |= MDB_NOMETASYNC;
+  return flags;
+}
+
+Probe* ProbeOf(Store* store) {
+  auto* s = dynamic_cast<LmdbStore*>(store);
+  return s ? &s->probe() : nullptr;
+}
+
+}  // namespace lmdb_internal
+
+Result<std::unique_ptr<Store>> OpenLmdbStore(const LmdbOptions& options) {
+  return lmdb_internal::Open(options);
+}
+
+Result<MDB_txn*> LmdbHandle(TxContext& tx) {
+  return NativeHandleAs<MDB_txn>(tx, lmdb_internal::kHandleType, "LmdbHandle");
+}
+
+}  // namespace mqlite
