@@ -4,7 +4,8 @@
 #
 #   default  RelWithDebInfo, every test (unit, store, integration, packaging)
 #   asan     AddressSanitizer + UBSan, every test but the runner's grade
-#            tables (label `grade`: they repeat the kit already run per test)
+#            tables and the rerun harness runs (labels `grade`, `rerun`: they
+#            repeat the kit already run per test; the default stage runs them)
 #   tsan     ThreadSanitizer, the tests labelled `concurrency` (only their
 #            executables are built)
 #

@@ -107,13 +107,13 @@ Status Malformed(const char* what) {
 const char* DbName(Db db) {
   static const char* const kNames[kDbCount] = {
       "mqlite/meta",
-      "mqlite/queues",
       "mqlite/queue_names",
       "mqlite/messages",
       "mqlite/dedup",
-      "mqlite/receipts",
       "mqlite/attempts",
       "mqlite/index",
+      "mqlite/index (queue records)",
+      "mqlite/messages (receipts)",
       "mqlite/index (claim)",
       "mqlite/index (claim_age)",
       "mqlite/index (group)",
@@ -146,13 +146,6 @@ char IndexTag(Db db) {
   }
 }
 
-void AppendI64(std::string* out, int64_t v) {
-  const uint64_t u = static_cast<uint64_t>(v) ^ kSignBit;
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((u >> (8 * (7 - i))) & 0xff);
-  out->append(b, 8);
-}
-
 int64_t ReadI64(const char* p) {
   uint64_t u = 0;
   for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<uint8_t>(p[i]);
@@ -162,6 +155,23 @@ int64_t ReadI64(const char* p) {
 std::string SeqKey(int64_t seq) {
   std::string k;
   AppendI64(&k, seq);
+  return k;
+}
+
+std::string QueueKey(int64_t queue_id) {
+  std::string k(1, kQueueKeyTag);
+  AppendI64(&k, queue_id);
+  return k;
+}
+
+Result<std::string> ReceiptKey(std::string_view engine_key) {
+  if (engine_key.size() < 9) {
+    return Status::InvalidArgument("LMDB store: a receipt key of " +
+                                   std::to_string(engine_key.size()) +
+                                   " bytes (receipt keys begin with the 8-byte seq and are longer)");
+  }
+  std::string k(engine_key);
+  k[0] = static_cast<char>(static_cast<uint8_t>(k[0]) ^ 0x80);
   return k;
 }
 

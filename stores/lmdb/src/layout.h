@@ -5,11 +5,11 @@
 // set (stores/memory/src/layout.h) is the model; an index entry is a key with
 // an empty value.
 //
-//   mqlite/meta        "schema" → token; "last_seq" → i64 (raised when a queue is deleted)
-//   mqlite/queues      queue id → QueueData (config, created_at, per-state counts and
-//                      bytes, the highest seq the queue ever held)
+//   mqlite/meta        "schema" → token; "last_queue_id"; "last_seq" → i64 (raised when a
+//                      queue is deleted)
 //   mqlite/queue_names name → queue id
-//   mqlite/messages    seq → Row (appended: seqs only grow)
+//   mqlite/messages    seq → Row (appended: seqs only grow);
+//                      ReceiptKey (seq + 32 bytes) → expires_at, right after its row
 //   mqlite/index       every secondary index, one B-tree, each behind a one-byte tag:
 //     'c' claim        (queue, -priority, seq)    active AND is_head
 //     'a' claim_age    (queue, enqueued_at, seq)  same rows, by age
@@ -21,22 +21,28 @@
 //     's' by_state     (queue, state, seq)        every row
 //     'D' dedup expiry (expires_at, queue, key);  'R' receipts (expires_at, key);
 //     'A' attempts (expires_at, id)
+//     ff  queue records: QueueKey (ff + queue id) → QueueData (config, created_at,
+//         per-state counts and bytes, the highest seq the queue ever held)
 //   mqlite/dedup       (queue, key) → (seq, expires_at, hash)
-//   mqlite/receipts    key → expires_at
 //   mqlite/attempts    id → (queue, mode, expires_at, payload)
 //
-// One B-tree for the indexes, not one each: a commit rewrites every B-tree it
-// touches down from the root (LMDB copies on write), so a send that touches
-// four small indexes in one tree writes one leaf where four trees would write
-// four roots and their records in the main database.
+// A commit rewrites every page it changes up to the root (LMDB copies on
+// write), so what one operation writes shares pages: one B-tree for the
+// indexes (a send touching four small indexes writes one tree, not four roots
+// and their records in the main database); queue records at the end of that
+// tree, beside the by_state entries a send appends; each receipt beside its
+// message's row
+// (docs/lmdb-store.md, "Layout").
 //
 // Changing any of this changes kLmdbSchemaToken; the layout golden test
-// (stores/lmdb/tests/layout_test.cc) pins the bytes.
+// (LmdbStore.KeyLayoutGolden, stores/lmdb/tests/lmdb_store_test.cc) pins
+// the bytes.
 #ifndef MQLITE_STORES_LMDB_SRC_LAYOUT_H_
 #define MQLITE_STORES_LMDB_SRC_LAYOUT_H_
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -55,15 +61,18 @@ inline constexpr int kStates = 5;  // MessageState values 0..4
 // mqlite/index, each a logical Db whose keys start with its tag.
 enum Db : int {
   kMeta = 0,
-  kQueues,
   kQueueNames,
   kMessages,
   kDedup,
-  kReceipts,
   kAttempts,
   kIndex,
   kPhysicalDbs,  // the count of the above
-  kClaim = kPhysicalDbs,
+  // Kept in mqlite/index after every index (QueueKey).
+  kQueues = kPhysicalDbs,
+  // Kept in mqlite/messages beside the rows (ReceiptKey).
+  kReceipts,
+  // Kept in mqlite/index behind their tags.
+  kClaim,
   kClaimAge,
   kGroup,
   kDue,
@@ -76,9 +85,13 @@ enum Db : int {
   kAttemptExp,
   kDbCount,
 };
-inline bool IsIndex(Db db) { return db >= kPhysicalDbs; }
-// The sub-database `db` lives in: itself, or kIndex.
-inline Db Physical(Db db) { return IsIndex(db) ? kIndex : db; }
+inline bool IsIndex(Db db) { return db >= kClaim; }
+// The sub-database `db` lives in: itself, kMessages or kIndex.
+inline Db Physical(Db db) {
+  if (IsIndex(db) || db == kQueues) return kIndex;
+  if (db == kReceipts) return kMessages;
+  return db;
+}
 // "mqlite/<name>" (an index: "mqlite/index (<name>)").
 const char* DbName(Db db);
 char IndexTag(Db db);
@@ -86,9 +99,29 @@ char IndexTag(Db db);
 // ---- Keys ----------------------------------------------------------------------
 
 // Appends v big-endian with the sign bit flipped (byte order = numeric order).
-void AppendI64(std::string* out, int64_t v);
+inline void AppendI64(std::string* out, int64_t v) {
+  uint64_t u = static_cast<uint64_t>(v) ^ (uint64_t{1} << 63);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  u = __builtin_bswap64(u);
+#endif
+  char b[8];
+  std::memcpy(b, &u, 8);
+  out->append(b, 8);
+}
 int64_t ReadI64(const char* p);  // the inverse, from 8 bytes
 std::string SeqKey(int64_t seq);
+// A queue's record in mqlite/index: 0xff, then the id — after every index
+// tag, next to the by_state ('s') entries a send appends, so the counter
+// update shares a leaf the send writes anyway.
+std::string QueueKey(int64_t queue_id);
+inline constexpr char kQueueKeyTag = '\xff';
+// A settlement receipt in mqlite/messages: the engine's key (which begins with
+// the settled seq, big-endian) with the first byte's top bit flipped, so it
+// starts with SeqKey(seq) and sorts right after that message's row: the
+// Complete that deletes the row writes the receipt into the same leaf.
+// Receipt keys are at least 9 bytes (InvalidArgument otherwise, so a key can
+// never be taken for a row or a queue record).
+Result<std::string> ReceiptKey(std::string_view engine_key);
 // Index keys: the tag, then (queue, time-or-rank, seq) — 25 bytes.
 inline constexpr size_t kIndexKeySize = 25;
 inline constexpr size_t kIndexTimeAt = 9;  // offset of the middle field

@@ -227,7 +227,7 @@ class LmdbTxn final : public StoreTxn {
 
   Status DeleteQueue(const QueueRecord& queue) override {
     MQLITE_RETURN_IF_ERROR(Writable("DeleteQueue"));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, SeqKey(queue.id)));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(queue.id)));
     if (!raw) return Status::OK();
     MQLITE_ASSIGN_OR_RETURN(QueueData q, DecodeQueue(*raw));
     std::vector<int64_t> seqs;
@@ -254,7 +254,7 @@ class LmdbTxn final : public StoreTxn {
     if (!last || last->size() != 8 || ReadI64(last->data()) < q.last_seq) {
       MQLITE_RETURN_IF_ERROR(Put(kMeta, kLastSeqKey, SeqKey(q.last_seq)));
     }
-    MQLITE_RETURN_IF_ERROR(Del(kQueues, SeqKey(queue.id)));
+    MQLITE_RETURN_IF_ERROR(Del(kQueues, QueueKey(queue.id)));
     return Del(kQueueNames, q.config.name);
   }
 
@@ -263,13 +263,12 @@ class LmdbTxn final : public StoreTxn {
   Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
                                        std::span<const EnqueueItem> items) override {
     MQLITE_RETURN_IF_ERROR(Writable("Enqueue"));
-    MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    MQLITE_ASSIGN_OR_RETURN(QueueData qd, RequireQueueData(queue));
     MQLITE_RETURN_IF_ERROR(CheckRoom());
     int64_t seq = 0;
     std::vector<int64_t> seqs;
     seqs.reserve(items.size());
     // One counter update for the batch (all active or scheduled, one queue).
-    std::array<int64_t, kStates> count{}, bytes{};
     for (const EnqueueItem& it : items) {
       const OutgoingMessage& m = *it.message;
       Row r;
@@ -295,11 +294,12 @@ class LmdbTxn final : public StoreTxn {
       r.properties = m.properties;
       seq = NextSeq();
       MQLITE_RETURN_IF_ERROR(WriteRow(seq, nullptr, r, /*count=*/false, MDB_APPEND));
-      count[S(r.state)] += 1;
-      bytes[S(r.state)] += static_cast<int64_t>(r.body.size());
+      qd.count[S(r.state)] += 1;
+      qd.bytes[S(r.state)] += static_cast<int64_t>(r.body.size());
       seqs.push_back(seq);
     }
-    MQLITE_RETURN_IF_ERROR(AddCounts(queue.id, count, bytes, seq));
+    qd.last_seq = std::max(qd.last_seq, seq);
+    MQLITE_RETURN_IF_ERROR(StoreQueue(queue.id, qd));
     return seqs;
   }
 
@@ -643,17 +643,19 @@ class LmdbTxn final : public StoreTxn {
   }
 
   Result<bool> FindReceipt(std::string_view key, int64_t now) override {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kReceipts, key));
+    MQLITE_ASSIGN_OR_RETURN(std::string stored, ReceiptKey(key));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kReceipts, stored));
     return raw && raw->size() == 8 && ReadI64(raw->data()) > now;
   }
 
   Status PutReceipt(std::string_view key, int64_t expires_at) override {
     MQLITE_RETURN_IF_ERROR(Writable("PutReceipt"));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kReceipts, key));
+    MQLITE_ASSIGN_OR_RETURN(std::string stored, ReceiptKey(key));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kReceipts, stored));
     if (old && old->size() == 8) {
       MQLITE_RETURN_IF_ERROR(Del(kReceiptExp, ExpiryKey(kReceiptExp, ReadI64(old->data()), key)));
     }
-    MQLITE_RETURN_IF_ERROR(Put(kReceipts, key, SeqKey(expires_at)));
+    MQLITE_RETURN_IF_ERROR(Put(kReceipts, stored, SeqKey(expires_at)));
     return Put(kReceiptExp, ExpiryKey(kReceiptExp, expires_at, key), "");
   }
 
@@ -693,7 +695,11 @@ class LmdbTxn final : public StoreTxn {
           &ProbeRef().maintenance_steps));
       for (const std::string& k : keys) {
         MQLITE_RETURN_IF_ERROR(Del(exp, k));
-        MQLITE_RETURN_IF_ERROR(Del(main, std::string_view(k).substr(kExpiryKeyAt)));
+        std::string key(std::string_view(k).substr(kExpiryKeyAt));
+        if (main == kReceipts) {
+          MQLITE_ASSIGN_OR_RETURN(key, ReceiptKey(key));
+        }
+        MQLITE_RETURN_IF_ERROR(Del(main, key));
       }
       total += static_cast<int64_t>(keys.size());
     }
@@ -867,17 +873,23 @@ class LmdbTxn final : public StoreTxn {
   // ---- Queues and rows ----
 
   Result<QueueData> LoadQueue(int64_t id) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, SeqKey(id)));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(id)));
     if (!raw) return Status::QueueNotFound("queue id " + std::to_string(id) + " does not exist");
     return DecodeQueue(*raw);
   }
-  Status StoreQueue(int64_t id, const QueueData& q) { return Put(kQueues, SeqKey(id), EncodeQueue(q)); }
-  Status RequireQueue(const QueueRecord& queue) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, SeqKey(queue.id)));
-    if (raw) return Status::OK();
-    return Status::QueueNotFound("queue '" + queue.config.name + "' (id " +
-                                 std::to_string(queue.id) + ") does not exist");
+  Status StoreQueue(int64_t id, const QueueData& q) {
+    return Put(kQueues, QueueKey(id), EncodeQueue(q));
   }
+  // The queue's record; QueueNotFound naming the queue if it is gone.
+  Result<QueueData> RequireQueueData(const QueueRecord& queue) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(queue.id)));
+    if (!raw) {
+      return Status::QueueNotFound("queue '" + queue.config.name + "' (id " +
+                                   std::to_string(queue.id) + ") does not exist");
+    }
+    return DecodeQueue(*raw);
+  }
+  Status RequireQueue(const QueueRecord& queue) { return RequireQueueData(queue).status(); }
   // Adds to the queue's counters; raises its last_seq to `seq`.
   Status AddCounts(int64_t queue_id, const std::array<int64_t, kStates>& count,
                    const std::array<int64_t, kStates>& bytes, int64_t seq = 0) {
@@ -1373,10 +1385,13 @@ Status OpenDbis(MDB_env* env, const std::string& dir, std::array<MDB_dbi, kDbCou
     *last_seq = ReadI64(static_cast<const char*>(v.mv_data));
   }
   MDB_cursor* c = nullptr;
-  if ((rc = mdb_cursor_open(txn, (*dbis)[kQueues], &c)) != 0) {
-    return fail(LmdbStatus(rc, "LMDB store " + dir + ": read mqlite/queues"));
+  if ((rc = mdb_cursor_open(txn, (*dbis)[kIndex], &c)) != 0) {
+    return fail(LmdbStatus(rc, "LMDB store " + dir + ": read the queue records"));
   }
-  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+  const std::string first_queue(1, kQueueKeyTag);
+  k = V(first_queue);
+  for (rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE); rc == 0 && SV(k).starts_with(first_queue);
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
     Result<QueueData> q = DecodeQueue(SV(v));
     if (!q.ok()) {
       mdb_cursor_close(c);
@@ -1385,7 +1400,9 @@ Status OpenDbis(MDB_env* env, const std::string& dir, std::array<MDB_dbi, kDbCou
     *last_seq = std::max(*last_seq, q->last_seq);
   }
   mdb_cursor_close(c);
-  if (rc != MDB_NOTFOUND) return fail(LmdbStatus(rc, "LMDB store " + dir + ": read mqlite/queues"));
+  if (rc != 0 && rc != MDB_NOTFOUND) {
+    return fail(LmdbStatus(rc, "LMDB store " + dir + ": read the queue records"));
+  }
   if ((rc = mdb_txn_commit(txn)) != 0) {
     return LmdbStatus(rc, "LMDB store " + dir + ": commit the opening transaction");
   }

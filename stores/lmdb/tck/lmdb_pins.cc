@@ -185,7 +185,11 @@ std::string LmdbPinDropExpiredRecords(StoreFixture& fixture) {
       const std::string key = "k" + std::to_string(i);
       MQLITE_RETURN_IF_ERROR(txn.PutDedup(q, key, {.seq = i + 1, .body_hash = std::string(32, 'h'),
                                                    .expires_at = exp}));
-      MQLITE_RETURN_IF_ERROR(txn.PutReceipt(key, exp));
+      // A receipt key as the engine makes it: the seq big-endian, then 32 bytes.
+      std::string receipt(8, '\0');
+      for (int b = 0; b < 8; ++b) receipt[b] = static_cast<char>(((i + 1) >> (56 - 8 * b)) & 0xff);
+      receipt += std::string(32, 'r');
+      MQLITE_RETURN_IF_ERROR(txn.PutReceipt(receipt, exp));
       MQLITE_RETURN_IF_ERROR(txn.PutAttempt(key, {.queue_id = q.id, .expires_at = exp}));
     }
     return Status::OK();

@@ -296,9 +296,10 @@ TEST(LmdbStore, KeyLayoutGolden) {
   // 61 'a' claim_age, 63 'c' claim, 64 'd' due, 67 'g' group, 73 's' by_state,
   // 74 't' ttl. Seq 1 is an active group head (claim key priority -3 →
   // 7ff...fd), seq 2 a scheduled member behind it (due at kT0 + 5 s, ttl at
-  // due + 60 s). The queue record ends with its last_seq (2) and (count,
-  // bytes) per state; rows end with the body. No meta "last_seq": it is
-  // written only when a queue is deleted.
+  // due + 60 s). The queue record (in mqlite/index, key ff + id, after every
+  // index) ends with its last_seq (2) and (count, bytes) per state; rows end
+  // with the body. No meta "last_seq": it is written only when a queue
+  // is deleted.
   const char* const kGolden =
       "mqlite/attempts\n"
       "mqlite/dedup 8000000000000001684814d92093ac8a0f4a2163ab87dee509ba306a58f5888be0edcb2fcd071"
@@ -317,6 +318,11 @@ TEST(LmdbStore, KeyLayoutGolden) {
       "mqlite/index 73800000000000000180000000000000008000000000000001 = \n"
       "mqlite/index 73800000000000000180000000000000038000000000000002 = \n"
       "mqlite/index 7480000000000000018000018bcfe665e88000000000000002 = \n"
+      "mqlite/index ff8000000000000001 = 0100000001718000000000007530800000000000000a800000000000"
+      "000001800000000000ea6001800000000000000080000000000000008000000000000000800000000000000080"
+      "00018bcfe568008000000000000002800000000000000180000000000000028000000000000000800000000000"
+      "000080000000000000008000000000000000800000000000000180000000000000028000000000000000800000"
+      "0000000000\n"
       "mqlite/messages 8000000000000001 = 0180000000000000010001800000000000000380000000000000008"
       "000018bcfe568008000018bcfe5680080000000000000008000000000000000800000000000000000000000000"
       "000000000000000000000010000000167000001000000026d31010000000167000000800000000000000100000"
@@ -326,14 +332,40 @@ TEST(LmdbStore, KeyLayoutGolden) {
       "00000000000000000000001000000016700000001000000016700000080000000000000006232\n"
       "mqlite/meta 6c6173745f71756575655f6964 = 8000000000000001\n"
       "mqlite/meta 736368656d61 = 6d716c6974652d6c6d64622d31\n"
-      "mqlite/queue_names 71 = 8000000000000001\n"
-      "mqlite/queues 8000000000000001 = 0100000001718000000000007530800000000000000a8000000000000"
-      "00001800000000000ea60018000000000000000800000000000000080000000000000008000000000000000800"
-      "0018bcfe5680080000000000000028000000000000001800000000000000280000000000000008000000000000"
-      "000800000000000000080000000000000008000000000000001800000000000000280000000000000008000000"
-      "000000000\n"
-      "mqlite/receipts\n";
+      "mqlite/queue_names 71 = 8000000000000001\n";
   EXPECT_EQ(joined, kGolden);
+}
+
+// A settlement receipt (§7.2) is stored in mqlite/messages right after its
+// message's row (key = the engine's key, first bit flipped, so it starts with
+// the row's key): the Complete that deletes the row writes the same leaf.
+TEST(LmdbStore, AReceiptIsStoredBesideItsMessage) {
+  TempDir d;
+  int64_t seq = 0;
+  {
+    ManualClock clock(kT0);
+    auto e = OpenEngine({.dir = d.env()}, &clock);
+    ASSERT_TRUE(e);
+    MQ_ASSERT_OK(e->CreateQueue({.name = "q"}));
+    auto sent = e->Send("q", {.body = "b"});
+    MQ_ASSERT_OK(sent);
+    seq = *sent;
+    auto got = e->Receive("q");
+    MQ_ASSERT_OK(got);
+    ASSERT_EQ(got->size(), 1u);
+    MQ_ASSERT_OK(e->Complete("q", seq, got->front().lock_token));
+    // The receipt answers a replay (§7.2).
+    MQ_ASSERT_OK(e->Complete("q", seq, got->front().lock_token));
+  }
+  const std::string row = "mqlite/messages " + Hex(lmdb_internal::SeqKey(seq));
+  int receipts = 0;
+  for (const std::string& line : Dump(d.env())) {
+    if (line.rfind(row, 0) != 0) continue;
+    EXPECT_NE(line.substr(row.size(), 1), " ") << "the row itself should be gone: " << line;
+    EXPECT_EQ(line.find(" = "), row.size() + 2 * 32) << "a 40-byte key: " << line;
+    ++receipts;
+  }
+  EXPECT_EQ(receipts, 1);
 }
 
 TEST(LmdbStore, EnvironmentFlagsGolden) {
