@@ -11,7 +11,7 @@
 # docs/benchmarks.md and the SVG plots beside it. Data files go to
 # build/bench-data (a disk-backed directory; tmpfs would flatter the numbers).
 # Progress: Google Benchmark prints a line per workload, long set-ups print
-# percentages. Takes about ten minutes.
+# percentages. Takes about twenty minutes (17m39s on the 2-core test machine with LMDB added).
 #
 # Extra arguments go to mqlite-bench, e.g. --benchmark_filter='sqlite' or
 # --scale=smoke (then the report is written under build/bench-smoke instead
