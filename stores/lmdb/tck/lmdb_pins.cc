@@ -187,7 +187,8 @@ std::string LmdbPinDropExpiredRecords(StoreFixture& fixture) {
                                                    .expires_at = exp}));
       // A receipt key as the engine makes it: the seq big-endian, then 32 bytes.
       std::string receipt(8, '\0');
-      for (int b = 0; b < 8; ++b) receipt[b] = static_cast<char>(((i + 1) >> (56 - 8 * b)) & 0xff);
+      const uint64_t seq = static_cast<uint64_t>(i) + 1;
+      for (int b = 0; b < 8; ++b) receipt[b] = static_cast<char>((seq >> (56 - 8 * b)) & 0xff);
       receipt += std::string(32, 'r');
       MQLITE_RETURN_IF_ERROR(txn.PutReceipt(receipt, exp));
       MQLITE_RETURN_IF_ERROR(txn.PutAttempt(key, {.queue_id = q.id, .expires_at = exp}));
