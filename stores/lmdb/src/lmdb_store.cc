@@ -777,12 +777,7 @@ class LmdbTxn final : public StoreTxn {
   }
   Status Put(Db db, std::string_view key, std::string_view value, unsigned flags = 0) {
     MDB_val k = V(key), v = V(value);
-    int rc = mdb_put(T(), dbi(db), &k, &v, flags);
-    if (rc == MDB_KEYEXIST && (flags & MDB_APPEND)) {
-      k = V(key);
-      v = V(value);
-      rc = mdb_put(T(), dbi(db), &k, &v, 0);
-    }
+    const int rc = mdb_put(T(), dbi(db), &k, &v, flags);
     if (rc != 0) return Fail(rc, std::string("write ") + DbName(db));
     return Status::OK();
   }
@@ -902,32 +897,31 @@ class LmdbTxn final : public StoreTxn {
     return StoreQueue(queue_id, q);
   }
 
+  // Message `seq`, or nothing if there is no such row.
+  Result<std::optional<Row>> ReadRow(int64_t seq) {
+    const std::string key = SeqKey(seq);
+    MDB_val k = V(key), v{};
+    const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
+    if (rc == MDB_NOTFOUND) return std::optional<Row>();
+    if (rc != 0) return Fail(rc, "read mqlite/messages");
+    MQLITE_ASSIGN_OR_RETURN(Row r, DecodeRow(SV(v)));
+    return std::optional<Row>(std::move(r));
+  }
   // Message `seq`, which an index or the caller says exists.
   Result<Row> Load(int64_t seq) {
-    MDB_val k{}, v{};
-    const std::string key = SeqKey(seq);
-    k = V(key);
-    const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
-    if (rc == MDB_NOTFOUND) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, ReadRow(seq));
+    if (!r) {
       return Status::Corruption("LMDB store: an index names message " + std::to_string(seq) +
                                 ", which does not exist");
     }
-    if (rc != 0) return Fail(rc, "read mqlite/messages");
-    return DecodeRow(SV(v));
+    return std::move(*r);
   }
   // Message `seq` if it belongs to `queue_id` (SPEC §2: another queue's seq
   // is unknown here).
   Result<std::optional<Row>> Find(int64_t queue_id, int64_t seq) {
-    MDB_val v{};
-    const std::string key = SeqKey(seq);
-    MDB_val k = V(key);
-    const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
-    if (rc == MDB_NOTFOUND) return std::optional<Row>();
-    if (rc != 0) return Fail(rc, "read mqlite/messages");
-    MQLITE_ASSIGN_OR_RETURN(int64_t q, RowQueueId(SV(v)));
-    if (q != queue_id) return std::optional<Row>();
-    MQLITE_ASSIGN_OR_RETURN(Row r, DecodeRow(SV(v)));
-    return std::optional<Row>(std::move(r));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, ReadRow(seq));
+    if (r && r->queue_id != queue_id) r.reset();
+    return r;
   }
 
   Result<bool> GroupHasLive(int64_t queue_id, const std::string& key) {
@@ -1026,14 +1020,8 @@ class LmdbTxn final : public StoreTxn {
   }
   // The same, reading the live row first; absent: nothing to do.
   Status Remove(int64_t seq) {
-    MDB_val v{};
-    const std::string key = SeqKey(seq);
-    MDB_val k = V(key);
-    const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
-    if (rc == MDB_NOTFOUND) return Status::OK();
-    if (rc != 0) return Fail(rc, "read mqlite/messages");
-    MQLITE_ASSIGN_OR_RETURN(Row r, DecodeRow(SV(v)));
-    return RemoveRow(seq, r);
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, ReadRow(seq));
+    return r ? RemoveRow(seq, *r) : Status::OK();
   }
 
   Status DeadLetter(int64_t seq, const Row& r, std::string_view reason,
@@ -1198,10 +1186,7 @@ class LmdbStore final : public Store {
 
   MDB_dbi dbi(Db db) const { return dbis_[db]; }
   Probe& probe() { return probe_; }
-  int64_t map_size() {
-    std::shared_lock<std::shared_mutex> l(map_mu_);
-    return map_size_;
-  }
+  int64_t map_size() const { return map_size_.load(std::memory_order_acquire); }
   int64_t page_size() const { return page_size_; }
   // The configured cap, or the map's size at open if it was already larger.
   int64_t cap() const { return cap_; }
@@ -1242,8 +1227,7 @@ class LmdbStore final : public Store {
     if (int rc = mdb_env_set_mapsize(env_, static_cast<size_t>(next)); rc != 0) {
       return LmdbStatus(rc, "LMDB store " + dir_ + ": grow the map to " + Mib(next));
     }
-    std::unique_lock<std::shared_mutex> l(map_mu_);
-    map_size_ = next;
+    map_size_.store(next, std::memory_order_release);
     return Status::OK();
   }
 
@@ -1254,9 +1238,8 @@ class LmdbStore final : public Store {
   const LmdbOptions options_;
   RunGate gate_;                 // one writer at a time, cancellable
   std::shared_mutex resize_mu_;  // transactions shared, a map resize exclusive
-  std::shared_mutex map_mu_;     // guards map_size_
-  int64_t map_size_;
-  const int64_t cap_ = std::max(options_.max_map_bytes, map_size_);
+  std::atomic<int64_t> map_size_;  // changed only by Grow, under resize_mu_
+  const int64_t cap_ = std::max(options_.max_map_bytes, map_size_.load());
   const int64_t page_size_;
   int64_t last_seq_;  // the last seq handed out; only the writer touches it
   Probe probe_;

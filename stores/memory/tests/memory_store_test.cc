@@ -19,27 +19,14 @@
 #include "layout.h"
 #include "mqlite/engine.h"
 #include "mqlite/memory.h"
+#include "suite_util.h"  // tck/src: the kit's assertion helpers
 
 namespace mqlite {
 namespace {
 
 using memory_internal::Data;
 
-constexpr int64_t kT0 = 1'700'000'000'000;
-
-Status StatusOf(const Status& s) { return s; }
-template <typename T>
-Status StatusOf(const Result<T>& r) {
-  return r.status();
-}
-
-#define MQ_ASSERT_OK(expr)                       \
-  do {                                           \
-    Status mq_s_ = StatusOf(expr);               \
-    ASSERT_TRUE(mq_s_.ok()) << mq_s_.ToString(); \
-  } while (0)
-#define MQ_EXPECT_CODE(expr, c) \
-  EXPECT_EQ(StatusOf(expr).code(), StatusCode::c) << StatusOf(expr).ToString()
+using tck::suite::kT0;
 
 // ---- Helpers -----------------------------------------------------------------
 
