@@ -140,14 +140,18 @@ void RegisterFloor(const std::string& prefix, const std::string& label, const Sc
                    std::function<std::unique_ptr<Floor>(const std::string& dir)> open);
 
 // The labels recorded beside each store's numbers and its floor's.
-std::string SqliteLabel(bool full);
-std::string LmdbLabel(bool full, const std::string& map);
+// The SPEC §10 mapping each store uses (docs/sqlite-store.md,
+// docs/lmdb-store.md); the floors use the same settings.
+const char* SqliteSynchronous(Durability d);  // "NORMAL", "FULL", "OFF"
+unsigned LmdbEnvFlags(Durability d);          // MDB_NOTLS plus the sync flags
+std::string SqliteLabel(Durability d);
+std::string LmdbLabel(Durability d, const std::string& map);
 
-// The raw-SQL floor (floor.cc); `spec` registers floor_spec, the floor plus
-// the writes the SPEC obliges.
-void RegisterFloorWorkloads(bool full_durability, bool spec, const Scale& scale);
+// The raw-SQL floor (floor.cc), floor:<durability>; `spec` registers
+// floor_spec, the floor plus the writes the SPEC obliges.
+void RegisterFloorWorkloads(Durability durability, bool spec, const Scale& scale);
 // The raw-LMDB floor (lmdb_floor.cc), lmdb_floor:<durability>.
-void RegisterLmdbFloorWorkloads(bool full_durability, const Scale& scale);
+void RegisterLmdbFloorWorkloads(Durability durability, const Scale& scale);
 
 }  // namespace mqlite::bench
 

@@ -1,3 +1,4 @@
+#include <lmdb.h>
 #include <malloc.h>
 
 #include <chrono>
@@ -114,14 +115,34 @@ uint64_t GetBigEndian(const void* in) {
   return v;
 }
 
-std::string SqliteLabel(bool full) {
-  return std::string("durability=") + (full ? "full" : "normal") +
-         " synchronous=" + (full ? "FULL" : "NORMAL") + " journal=WAL";
+const char* SqliteSynchronous(Durability d) {
+  switch (d) {
+    case Durability::kFull: return "FULL";
+    case Durability::kProcessOnly: return "OFF";
+    case Durability::kNormal: break;
+  }
+  return "NORMAL";
 }
 
-std::string LmdbLabel(bool full, const std::string& map) {
-  return std::string("durability=") + (full ? "full" : "normal") +
-         " flags=" + (full ? "MDB_NOTLS" : "MDB_NOTLS|MDB_NOMETASYNC") + " map=" + map;
+unsigned LmdbEnvFlags(Durability d) {
+  switch (d) {
+    case Durability::kFull: return MDB_NOTLS;
+    case Durability::kProcessOnly: return MDB_NOTLS | MDB_NOSYNC;
+    case Durability::kNormal: break;
+  }
+  return MDB_NOTLS | MDB_NOMETASYNC;
+}
+
+std::string SqliteLabel(Durability d) {
+  return "durability=" + std::string(DurabilityName(d)) + " synchronous=" + SqliteSynchronous(d) +
+         " journal=WAL";
+}
+
+std::string LmdbLabel(Durability d, const std::string& map) {
+  const unsigned f = LmdbEnvFlags(d);
+  return "durability=" + std::string(DurabilityName(d)) + " flags=MDB_NOTLS" +
+         ((f & MDB_NOMETASYNC) ? "|MDB_NOMETASYNC" : "") + ((f & MDB_NOSYNC) ? "|MDB_NOSYNC" : "") +
+         " map=" + map;
 }
 
 std::string Body(size_t bytes, int64_t salt) {

@@ -28,7 +28,7 @@ namespace {
 
 class FloorDb final : public Floor {
  public:
-  FloorDb(const std::string& dir, bool full, bool spec) : spec_(spec) {
+  FloorDb(const std::string& dir, Durability durability, bool spec) : spec_(spec) {
     const std::string path = dir + "/floor.db";
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                                  SQLITE_OPEN_NOMUTEX,
@@ -38,7 +38,7 @@ class FloorDb final : public Floor {
     Exec("PRAGMA auto_vacuum = INCREMENTAL");
     Exec("PRAGMA journal_mode = WAL");
     Exec("PRAGMA journal_size_limit = 4194304");
-    Exec(full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    Exec((std::string("PRAGMA synchronous = ") + SqliteSynchronous(durability)).c_str());
     Exec(
         "CREATE TABLE msgs (seq INTEGER PRIMARY KEY AUTOINCREMENT, queue_id INTEGER NOT NULL,"
         " state INTEGER NOT NULL, priority INTEGER NOT NULL, enqueued_at INTEGER NOT NULL,"
@@ -153,10 +153,10 @@ class FloorDb final : public Floor {
 
 }  // namespace
 
-void RegisterFloorWorkloads(bool full, bool spec, const Scale& scale) {
-  RegisterFloor(std::string(spec ? "floor_spec:" : "floor:") + (full ? "full" : "normal"),
-                SqliteLabel(full), scale, [full, spec](const std::string& dir) {
-                  return std::make_unique<FloorDb>(dir, full, spec);
+void RegisterFloorWorkloads(Durability durability, bool spec, const Scale& scale) {
+  RegisterFloor(std::string(spec ? "floor_spec:" : "floor:") + std::string(DurabilityName(durability)),
+                SqliteLabel(durability), scale, [durability, spec](const std::string& dir) {
+                  return std::make_unique<FloorDb>(dir, durability, spec);
                 });
 }
 

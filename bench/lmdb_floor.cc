@@ -57,12 +57,11 @@ struct SeqKey {
 
 class LmdbFloor final : public Floor {
  public:
-  LmdbFloor(const std::string& dir, bool full) {
+  LmdbFloor(const std::string& dir, Durability durability) {
     Ok(mdb_env_create(&env_), "mdb_env_create");
     Ok(mdb_env_set_maxdbs(env_, 3), "mdb_env_set_maxdbs");
     Ok(mdb_env_set_mapsize(env_, kMapBytes), "mdb_env_set_mapsize");
-    const unsigned flags = full ? MDB_NOTLS : MDB_NOTLS | MDB_NOMETASYNC;
-    Ok(mdb_env_open(env_, dir.c_str(), flags, 0644), ("open " + dir).c_str());
+    Ok(mdb_env_open(env_, dir.c_str(), LmdbEnvFlags(durability), 0644), ("open " + dir).c_str());
     MDB_txn* t = BeginTxn();
     Ok(mdb_dbi_open(t, "msgs", MDB_CREATE, &msgs_), "create msgs");
     Ok(mdb_dbi_open(t, "claim", MDB_CREATE, &claim_), "create claim");
@@ -214,10 +213,11 @@ class LmdbFloor final : public Floor {
 
 }  // namespace
 
-void RegisterLmdbFloorWorkloads(bool full, const Scale& scale) {
-  RegisterFloor(std::string("lmdb_floor:") + (full ? "full" : "normal"),
-                LmdbLabel(full, "4 GiB fixed"), scale,
-                [full](const std::string& dir) { return std::make_unique<LmdbFloor>(dir, full); });
+void RegisterLmdbFloorWorkloads(Durability durability, const Scale& scale) {
+  RegisterFloor("lmdb_floor:" + std::string(DurabilityName(durability)),
+                LmdbLabel(durability, "4 GiB fixed"), scale, [durability](const std::string& dir) {
+                  return std::make_unique<LmdbFloor>(dir, durability);
+                });
 }
 
 }  // namespace mqlite::bench

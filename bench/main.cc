@@ -5,7 +5,7 @@
 //
 //   mqlite-bench [--scale=full|smoke] [--data-dir=DIR]
 //                [--stores=sqlite,memory,floor,lmdb,lmdb_floor]
-//                [--no-full-durability] [Google Benchmark flags...]
+//                [--no-full-durability] [--no-process-only] [Google Benchmark flags...]
 #include <lmdb.h>
 #include <sqlite3.h>
 #include <sys/statfs.h>
@@ -67,14 +67,14 @@ std::string Kernel() {
   return std::string(u.sysname) + " " + u.release;
 }
 
-StoreSpec SqliteSpec(bool full) {
+StoreSpec SqliteSpec(Durability durability) {
   StoreSpec s;
-  s.name = std::string("sqlite:") + (full ? "full" : "normal");
-  s.label = SqliteLabel(full);
-  s.open = [full](const std::string& dir) {
+  s.name = "sqlite:" + std::string(DurabilityName(durability));
+  s.label = SqliteLabel(durability);
+  s.open = [durability](const std::string& dir) {
     SqliteOptions o;
     o.path = dir + "/mqlite.db";
-    o.durability = full ? Durability::kFull : Durability::kNormal;
+    o.durability = durability;
     return OpenSqliteStore(o);
   };
   s.prepare_business = [](TxContext& tx) -> Status {
@@ -103,15 +103,15 @@ StoreSpec SqliteSpec(bool full) {
   return s;
 }
 
-StoreSpec LmdbSpec(bool full) {
+StoreSpec LmdbSpec(Durability durability) {
   StoreSpec s;
-  s.name = std::string("lmdb:") + (full ? "full" : "normal");
-  s.label = LmdbLabel(full, "grow from " + std::to_string(LmdbOptions{}.initial_map_bytes >> 20) +
-                                " MiB");
-  s.open = [full](const std::string& dir) {
+  s.name = "lmdb:" + std::string(DurabilityName(durability));
+  s.label = LmdbLabel(durability, "grow from " +
+                                      std::to_string(LmdbOptions{}.initial_map_bytes >> 20) + " MiB");
+  s.open = [durability](const std::string& dir) {
     LmdbOptions o;
     o.dir = dir;
-    o.durability = full ? Durability::kFull : Durability::kNormal;
+    o.durability = durability;
     return OpenLmdbStore(o);
   };
   // The application's own sub-database in the store's environment: created
@@ -157,7 +157,7 @@ int Usage(const std::string& bad) {
   std::cerr << "mqlite-bench: unknown or malformed option '" << bad << "'\n"
             << "usage: mqlite-bench [--scale=full|smoke] [--data-dir=DIR]\n"
             << "                    [--stores=sqlite,memory,floor,lmdb,lmdb_floor]\n"
-            << "                    [--no-full-durability]\n"
+            << "                    [--no-full-durability] [--no-process-only]\n"
             << "                    [Google Benchmark flags, e.g. --benchmark_out=r.json\n"
             << "                     --benchmark_out_format=json --benchmark_filter=REGEX]\n";
   return 2;
@@ -168,11 +168,13 @@ int Usage(const std::string& bad) {
 
 int main(int argc, char** argv) {
   using namespace mqlite::bench;  // NOLINT(build/namespaces)
+  using mqlite::Durability;
   Scale scale = FullScale();
   std::string data_dir = "mqlite-bench-data";
   const std::set<std::string> known = {"sqlite", "memory", "floor", "lmdb", "lmdb_floor"};
   std::set<std::string> stores = known;
   bool full_durability = true;
+  bool process_only = true;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -200,6 +202,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--no-full-durability") {
       full_durability = false;
+    } else if (a == "--no-process-only") {
+      process_only = false;
     } else if (a.rfind("--benchmark_", 0) == 0 || a == "--help") {
       rest.push_back(argv[i]);
     } else {
@@ -234,23 +238,27 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("scale", scale.name);
   benchmark::AddCustomContext("min_time_s", std::to_string(scale.min_time_s));
 
+  // normal: every workload; full and process_only (SPEC §10): the core ones.
+  std::vector<Durability> extra;
+  if (full_durability) extra.push_back(Durability::kFull);
+  if (process_only) extra.push_back(Durability::kProcessOnly);
   if (stores.count("sqlite")) {
-    RegisterEngineWorkloads(SqliteSpec(false), scale, /*core_only=*/false);
-    if (full_durability) RegisterEngineWorkloads(SqliteSpec(true), scale, /*core_only=*/true);
+    RegisterEngineWorkloads(SqliteSpec(Durability::kNormal), scale, /*core_only=*/false);
+    for (Durability d : extra) RegisterEngineWorkloads(SqliteSpec(d), scale, /*core_only=*/true);
   }
   if (stores.count("lmdb")) {
-    RegisterEngineWorkloads(LmdbSpec(false), scale, /*core_only=*/false);
-    if (full_durability) RegisterEngineWorkloads(LmdbSpec(true), scale, /*core_only=*/true);
+    RegisterEngineWorkloads(LmdbSpec(Durability::kNormal), scale, /*core_only=*/false);
+    for (Durability d : extra) RegisterEngineWorkloads(LmdbSpec(d), scale, /*core_only=*/true);
   }
   if (stores.count("memory")) RegisterEngineWorkloads(MemorySpec(), scale, false);
   if (stores.count("floor")) {
-    RegisterFloorWorkloads(false, false, scale);
-    RegisterFloorWorkloads(false, true, scale);
-    if (full_durability) RegisterFloorWorkloads(true, false, scale);
+    RegisterFloorWorkloads(Durability::kNormal, false, scale);
+    RegisterFloorWorkloads(Durability::kNormal, true, scale);
+    for (Durability d : extra) RegisterFloorWorkloads(d, false, scale);
   }
   if (stores.count("lmdb_floor")) {
-    RegisterLmdbFloorWorkloads(false, scale);
-    if (full_durability) RegisterLmdbFloorWorkloads(true, scale);
+    RegisterLmdbFloorWorkloads(Durability::kNormal, scale);
+    for (Durability d : extra) RegisterLmdbFloorWorkloads(d, scale);
   }
   std::cerr << "mqlite-bench: scale " << scale.name << ", data in " << data_dir
             << " (filesystem " << FilesystemOf(data_dir) << ")" << std::endl;

@@ -19,15 +19,18 @@ import sys
 from collections import defaultdict
 from xml.sax.saxutils import escape
 
-STORE_ORDER = ["sqlite:normal", "sqlite:full", "lmdb:normal", "lmdb:full", "memory:none",
-               "floor:normal", "floor_spec:normal", "floor:full", "lmdb_floor:normal",
-               "lmdb_floor:full"]
+STORE_ORDER = ["sqlite:normal", "sqlite:full", "sqlite:process_only", "lmdb:normal", "lmdb:full",
+               "lmdb:process_only", "memory:none", "floor:normal", "floor_spec:normal", "floor:full",
+               "floor:process_only", "lmdb_floor:normal", "lmdb_floor:full",
+               "lmdb_floor:process_only"]
 FAMILY_ORDER = ["send_one", "send_batch", "cycle", "drain", "e2e", "claim_backlog", "claim_blocked",
                 "outbox_tx", "renew_batch", "send_body"]
 STORE_COLOURS = {"sqlite:normal": "#1f5fa8", "sqlite:full": "#6fa8dc", "memory:none": "#2a9d5c",
                  "floor:normal": "#d9590b", "floor:full": "#f4a261",
                  "lmdb:normal": "#b03a2e", "lmdb:full": "#e6a19a",
-                 "lmdb_floor:normal": "#0e6e75", "lmdb_floor:full": "#8cc9ce"}
+                 "lmdb_floor:normal": "#0e6e75", "lmdb_floor:full": "#8cc9ce",
+                 "sqlite:process_only": "#0b2f57", "lmdb:process_only": "#5e1e17",
+                 "floor:process_only": "#8a3a08", "lmdb_floor:process_only": "#073a3e"}
 EXTRA_COLOURS = ["#8e44ad", "#7f7f7f", "#b8b000", "#e377c2", "#8c564b", "#17becf"]
 SUFFIX = re.compile(r"^(iterations:\d+|manual_time|real_time|process_time|threads:\d+|"
                     r"min_time:[0-9.e+-]+s?|min_warmup_time:[0-9.e+-]+s?|repeats:\d+)$")
@@ -611,13 +614,13 @@ def section_lmdb_targets(results, context):
     if st not in results and fl not in results:
         return lines + [f"No `{st}` or `{fl}` results in this run."]
     rows = []
-    for durability, workloads in (("normal", ("send_one", "send_batch/1", "send_batch/100", "cycle",
-                                              "drain/100000/10")),
-                                  ("full", ("send_one", "send_batch/1", "send_batch/100", "cycle"))):
+    core = ("send_one", "send_batch/1", "send_batch/100", "cycle")
+    for durability, workloads in (("normal", core + ("drain/100000/10",)), ("full", core),
+                                  ("process_only", core)):
         store, floor = f"lmdb:{durability}", f"lmdb_floor:{durability}"
-        if durability == "full" and store not in results and floor not in results:
+        if durability != "normal" and store not in results and floor not in results:
             continue
-        at = "" if durability == "normal" else " at full"
+        at = "" if durability == "normal" else f" at {durability}"
         for w in workloads:
             rows.append(target_row(f"`{w}` items/s{at}, lmdb ÷ lmdb_floor", get(results, store, w, ips),
                                    get(results, floor, w, ips), 0.8, True, "items/s"))
@@ -632,10 +635,14 @@ def section_lmdb_targets(results, context):
               "floor, not with SQLite's. The `e2e/4x4` row has no goal: it shows how much group "
               "commit lifts concurrent throughput above the floor's single-thread rate (one commit "
               "per send, claim and complete).", "",
-              table(["Target", "Measured", "Goal", "Result"], rows), "",
-              "Not applicable: *at a process-death-only durability level, ≥ 3× the SQLite store's "
-              "`normal`* — the LMDB store has no such level (it never sets `MDB_NOSYNC` or "
-              "`MDB_MAPASYNC`; its lightest level, `normal`, syncs data at every commit)."]
+              table(["Target", "Measured", "Goal", "Result"], rows)]
+    rows = [target_row(f"`{w}` items/s, lmdb:process_only ÷ sqlite:normal",
+                       get(results, "lmdb:process_only", w, ips),
+                       get(results, "sqlite:normal", w, ips), 3.0, True, "items/s")
+            for w in ("send_one", "cycle")]
+    lines += ["", "At the process-death-only level (`process_only`: `MDB_NOSYNC`, no sync at all; "
+              "an OS crash or power loss may corrupt the environment) against the SQLite store's "
+              "default `normal`:", "", table(["Target", "Measured", "Goal", "Result"], rows)]
     return lines + smoke_note(context)
 
 
@@ -705,8 +712,10 @@ def speed_rows(results, fast, slow):
     return rows
 
 
-def full_tables(results, store_full, floor_full, store_normal, floor_what, slow_what):
-    """The store at full durability against its floor at full, and against itself at normal."""
+def full_tables(results, store_full, floor_full, store_normal, floor_what, slow_what,
+                lighter=False):
+    """The store at another durability (full, or with lighter=True process_only) against its
+    floor at that level, and against itself at normal."""
     kind = store_full.split(":")[0]
     rows = speed_rows(results, store_full, floor_full)
     lines = [f"`{store_full}` against the {floor_what} at the same durability (`{floor_full}`); the "
@@ -714,6 +723,13 @@ def full_tables(results, store_full, floor_full, store_normal, floor_what, slow_
              "means the store is slower than the floor.", ""]
     lines.append(table(["Workload", store_full, floor_full, f"{kind} ÷ floor"], rows)
                  if rows else f"No workload ran under both `{store_full}` and `{floor_full}`.")
+    if lighter:
+        rows = speed_rows(results, store_full, store_normal)
+        lines += ["", f"What {slow_what} costs the store: `{store_full}` speed ÷ `{store_normal}` "
+                  "speed (above 1× means normal is slower).", ""]
+        lines.append(table(["Workload", store_full, store_normal, "speed-up"], rows)
+                     if rows else f"No workload ran under both `{store_full}` and `{store_normal}`.")
+        return lines
     rows = speed_rows(results, store_normal, store_full)
     lines += ["", f"What {slow_what} costs the store: `{store_normal}` speed ÷ `{store_full}` speed "
               "(above 1× means full is slower).", ""]
@@ -733,6 +749,28 @@ def section_full(results):
         lines += ["", "### LMDB", ""]
         lines += full_tables(results, "lmdb:full", "lmdb_floor:full", "lmdb:normal",
                              "raw-LMDB floor", "a full sync (no `MDB_NOMETASYNC`)")
+    return lines
+
+
+def section_process_only(results):
+    """process_only against its floor, and what normal costs over it (slowdown = the syncs)."""
+    lines = ["## Durability process_only", "",
+             "Survives the process's death only: an OS crash or power loss may lose commits and may "
+             "corrupt the store (SQLite `synchronous=OFF`, LMDB `MDB_NOSYNC`). For data that can be "
+             "rebuilt."]
+    found = False
+    for kind, floor, what, sync in (("sqlite", "floor", "raw-SQL floor", "`synchronous=NORMAL`"),
+                                    ("lmdb", "lmdb_floor", "raw-LMDB floor",
+                                     "`MDB_NOMETASYNC` (a data sync per commit)")):
+        store = f"{kind}:process_only"
+        if store not in results:
+            continue
+        found = True
+        lines += ["", f"### {kind}", ""]
+        lines += full_tables(results, store, f"{floor}:process_only", f"{kind}:normal", what, sync,
+                             lighter=True)
+    if not found:
+        lines += ["", "No `process_only` results in this run."]
     return lines
 
 
@@ -774,7 +812,8 @@ def render_markdown(source, context, results, plot_links):
              f"Generated by `bench/report.py` from `{os.path.basename(source)}`; do not edit by "
              "hand — rerun `scripts/bench.sh`.", ""]
     for section in (section_machine(context), section_targets(results, context),
-                    section_gap(results), section_lmdb_targets(results, context), section_group_commit(results), section_full(results), section_all(results, stores),
+                    section_gap(results), section_lmdb_targets(results, context), section_group_commit(results), section_full(results),
+                    section_process_only(results), section_all(results, stores),
                     section_plots(plot_links), section_workloads()):
         lines += section + [""]
     return "\n".join(lines)

@@ -15,6 +15,15 @@ std::string_view OrderingName(Ordering o) {
   return "unknown";
 }
 
+std::string_view DurabilityName(Durability d) {
+  switch (d) {
+    case Durability::kNormal: return "normal";
+    case Durability::kFull: return "full";
+    case Durability::kProcessOnly: return "process_only";
+  }
+  return "unknown";
+}
+
 std::string_view MessageStateName(MessageState s) {
   switch (s) {
     case MessageState::kActive: return "active";
@@ -43,6 +52,14 @@ Result<Ordering> ParseOrdering(std::string_view name) {
   }
   return Status::InvalidArgument("unknown ordering '" + std::string(name) +
                                  "' (expected standard, group_fifo or strict_fifo)");
+}
+
+Result<Durability> ParseDurability(std::string_view name) {
+  for (Durability d : {Durability::kNormal, Durability::kFull, Durability::kProcessOnly}) {
+    if (DurabilityName(d) == name) return d;
+  }
+  return Status::InvalidArgument("unknown durability '" + std::string(name) +
+                                 "' (expected normal, full or process_only)");
 }
 
 Result<MessageState> ParseMessageState(std::string_view name) {

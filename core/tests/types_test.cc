@@ -117,6 +117,25 @@ TEST(OrderingTest, ParseRejectsUnknown) {
   EXPECT_EQ(nul.error().code(), StatusCode::kInvalidArgument);
 }
 
+// SPEC §10: normal, full, and the process-death-only level.
+TEST(DurabilityTest, NamesRoundTripAndUnknownIsRefused) {
+  EXPECT_EQ(DurabilityName(Durability::kNormal), "normal");
+  EXPECT_EQ(DurabilityName(Durability::kFull), "full");
+  EXPECT_EQ(DurabilityName(Durability::kProcessOnly), "process_only");
+  for (Durability d : {Durability::kNormal, Durability::kFull, Durability::kProcessOnly}) {
+    Result<Durability> r = ParseDurability(DurabilityName(d));
+    ASSERT_TRUE(r.has_value()) << DurabilityName(d);
+    EXPECT_EQ(*r, d);
+  }
+  EXPECT_EQ(DurabilityName(static_cast<Durability>(7)), "unknown");
+  for (const char* bad : {"", "nosync", "off", "Full", "process-only", "unknown"}) {
+    Result<Durability> r = ParseDurability(bad);
+    ASSERT_FALSE(r.has_value()) << "'" << bad << "'";
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument) << "'" << bad << "'";
+    EXPECT_NE(r.error().message().find("process_only"), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(MessageStateTest, NamesMatchSpec3) {
   EXPECT_EQ(MessageStateName(MessageState::kActive), "active");
   EXPECT_EQ(MessageStateName(MessageState::kLocked), "locked");

@@ -2,8 +2,10 @@
 // a grade table — each guarantee G1–G8 and the store's performance pins,
 // pass/fail with the tests behind it.
 //
-//   mqlite-tck --store sqlite[:DIR] | memory[:shared]
+//   mqlite-tck --store sqlite[:DIR] | lmdb[:DIR] | memory[:shared]
+//              [--durability normal|full|process_only]
 //              [--rerun] [--json FILE|-] [--filter PATTERN]
+//   (--durability: the SPEC §10 level every sqlite/lmdb open uses; default normal)
 //   (--rerun: every rerunnable store body runs twice, the first attempt rolled
 //    back — the rerun harness, tck::WithRerun)
 //   mqlite-tck --store sqlite --mutant NAME --expect-fail   (the kit must fail)
@@ -149,7 +151,8 @@ std::string JsonEscape(const std::string& s) {
 int Usage(const char* msg) {
   std::fprintf(stderr,
                "mqlite-tck: %s\n"
-               "usage: mqlite-tck --store STORE [--rerun] [--json FILE|-] [--filter GTEST_PATTERN]\n"
+               "usage: mqlite-tck --store STORE [--durability normal|full|process_only] [--rerun]\n"
+               "                  [--json FILE|-] [--filter GTEST_PATTERN]\n"
                "                  [--mutant NAME --expect-fail] [--list-mutants]\n"
                "       mqlite-tck --check-grades\n"
                "stores: %s\n",
@@ -173,6 +176,7 @@ Status ProbeStore(const StoreProfile& profile) {
 
 int Main(int argc, char** argv) {
   std::string store, json, filter, mutant;
+  Durability durability = Durability::kNormal;
   bool expect_fail = false;
   bool check_grades = false;
   bool rerun = false;
@@ -188,6 +192,12 @@ int Main(int argc, char** argv) {
       const char* v = value("--store");
       if (!v) return Usage("--store needs a value");
       store = v;
+    } else if (a == "--durability") {
+      const char* v = value("--durability");
+      if (!v) return Usage("--durability needs normal, full or process_only");
+      Result<Durability> d = ParseDurability(v);
+      if (!d.ok()) return Usage(d.error().ToString().c_str());
+      durability = *d;
     } else if (a == "--json") {
       const char* v = value("--json");
       if (!v) return Usage("--json needs a file name or -");
@@ -221,7 +231,7 @@ int Main(int argc, char** argv) {
     // --check-grades alone: registering the suites needs a profile name, no store.
     Selected().name = "check";
   } else {
-    auto profile = MakeProfile(store);
+    auto profile = MakeProfile(store, durability);
     if (!profile.ok()) return Usage(profile.error().ToString().c_str());
     Selected() = rerun ? WithRerun(std::move(*profile)) : std::move(*profile);
     // A store argument that cannot work (a directory that does not exist or

@@ -26,18 +26,28 @@ std::string KnownStores() {
   return s.empty() ? "(none built)" : s;
 }
 
-Result<StoreProfile> MakeProfile(const std::string& spec) {
+Result<StoreProfile> MakeProfile(const std::string& spec, Durability durability) {
   const auto colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
   const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
 #ifdef MQLITE_TCK_HAVE_SQLITE
-  if (name == "sqlite") return SqliteTckProfile(arg);
+  if (name == "sqlite") return SqliteTckProfile(arg, durability);
 #endif
 #ifdef MQLITE_TCK_HAVE_LMDB
-  if (name == "lmdb") return LmdbTckProfile(arg);
+  if (name == "lmdb") {
+    LmdbOptions o;
+    o.durability = durability;
+    return LmdbTckProfile(
+        arg, o,
+        durability == Durability::kNormal ? "lmdb" : "lmdb_" + std::string(DurabilityName(durability)));
+  }
 #endif
 #ifdef MQLITE_TCK_HAVE_MEMORY
   if (name == "memory") {
+    if (durability != Durability::kNormal) {
+      return Status::InvalidArgument("the memory store has no durability levels (got --durability " +
+                                     std::string(DurabilityName(durability)) + ")");
+    }
     // memory:shared — several engines over one store object (spec.md §9),
     // where the TckMultiEngine suite runs.
     if (arg == "shared") return MemoryTckProfile(/*shared=*/true);

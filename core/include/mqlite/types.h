@@ -45,11 +45,17 @@ enum class ReceiveMode : int {
 enum class Durability : int {
   kNormal = 0,  // survives process death; may lose the last commits on power loss
   kFull = 1,    // survives power loss
+  // Survives process death ONLY: an OS crash or power loss may lose commits
+  // and may corrupt the store beyond repair (SQLite synchronous=OFF, LMDB
+  // MDB_NOSYNC). For data you can rebuild; never the default.
+  kProcessOnly = 2,
 };
 
 std::string_view OrderingName(Ordering o);          // "standard", ...
+std::string_view DurabilityName(Durability d);      // "normal", "full", "process_only"
 std::string_view MessageStateName(MessageState s);  // "active", ...
 Result<Ordering> ParseOrdering(std::string_view name);
+Result<Durability> ParseDurability(std::string_view name);
 Result<MessageState> ParseMessageState(std::string_view name);
 
 // Dead-letter reasons written by mqlite itself (SPEC §3).

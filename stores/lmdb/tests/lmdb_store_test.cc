@@ -85,6 +85,8 @@ TEST(LmdbStore, BadOptionsAndPathsAreRefusedNamingTheProblem) {
   auto inverted = OpenLmdbStore(
       {.dir = d.env(), .initial_map_bytes = int64_t{1} << 20, .max_map_bytes = int64_t{1} << 19});
   EXPECT_EQ(inverted.status().code(), StatusCode::kInvalidArgument);
+  MQ_EXPECT_CODE(OpenLmdbStore({.dir = d.env(), .durability = static_cast<Durability>(9)}),
+                 kInvalidArgument);
   EXPECT_FALSE(std::filesystem::exists(d.env())) << "a refused open created the directory";
   // A regular file where the directory should be.
   { std::ofstream(d.path() + "/file") << "x"; }
@@ -360,8 +362,10 @@ TEST(LmdbStore, EnvironmentFlagsGolden) {
   using lmdb_internal::EnvFlagsFor;
   EXPECT_EQ(EnvFlagsFor(Durability::kNormal), unsigned{MDB_NOTLS | MDB_NOMETASYNC});
   EXPECT_EQ(EnvFlagsFor(Durability::kFull), unsigned{MDB_NOTLS});
+  EXPECT_EQ(EnvFlagsFor(Durability::kProcessOnly), unsigned{MDB_NOTLS | MDB_NOSYNC});
   // What an opened environment really has, through the Tx's MDB_txn*.
-  for (Durability durability : {Durability::kNormal, Durability::kFull}) {
+  for (Durability durability :
+       {Durability::kNormal, Durability::kFull, Durability::kProcessOnly}) {
     TempDir d;
     ManualClock clock(kT0);
     auto e = OpenEngine({.dir = d.env(), .durability = durability}, &clock);
@@ -372,8 +376,9 @@ TEST(LmdbStore, EnvironmentFlagsGolden) {
       return mdb_env_get_flags(mdb_txn_env(txn), &flags) == 0 ? Status::OK()
                                                               : Status::Internal("get flags");
     }));
-    EXPECT_EQ(flags & (MDB_NOSYNC | MDB_MAPASYNC | MDB_WRITEMAP | MDB_RDONLY), 0u);
+    EXPECT_EQ(flags & (MDB_MAPASYNC | MDB_WRITEMAP | MDB_RDONLY), 0u);
     EXPECT_EQ((flags & MDB_NOMETASYNC) != 0, durability == Durability::kNormal);
+    EXPECT_EQ((flags & MDB_NOSYNC) != 0, durability == Durability::kProcessOnly);
     EXPECT_NE(flags & MDB_NOTLS, 0u);
   }
 }

@@ -1171,10 +1171,12 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
   // the high-water mark forever.
   MQLITE_RETURN_IF_ERROR(
       conn->ExecScript("PRAGMA journal_size_limit = 4194304", "journal_size_limit"));
-  MQLITE_RETURN_IF_ERROR(conn->ExecScript(options.durability == Durability::kFull
-                                              ? "PRAGMA synchronous = FULL"
-                                              : "PRAGMA synchronous = NORMAL",
-                                          "synchronous"));
+  // SPEC §10 mapping (docs/sqlite-store.md): in WAL mode NORMAL syncs at
+  // checkpoints only, FULL at every commit, OFF never (process death only).
+  const char* synchronous = options.durability == Durability::kFull   ? "PRAGMA synchronous = FULL"
+                            : options.durability == Durability::kNormal ? "PRAGMA synchronous = NORMAL"
+                                                                        : "PRAGMA synchronous = OFF";
+  MQLITE_RETURN_IF_ERROR(conn->ExecScript(synchronous, "synchronous"));
   if (fresh) {
     MQLITE_RETURN_IF_ERROR(conn->ExecScript("BEGIN IMMEDIATE", "begin"));
     Status s;
@@ -1202,8 +1204,8 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
   if (options.path.empty()) return Status::InvalidArgument("SqliteOptions.path is empty");
-  if (options.durability != Durability::kNormal && options.durability != Durability::kFull) {
-    return Status::InvalidArgument("SqliteOptions.durability is not kNormal or kFull");
+  if (DurabilityName(options.durability) == "unknown") {
+    return Status::InvalidArgument("SqliteOptions.durability is not kNormal, kFull or kProcessOnly");
   }
   // SPEC §9: lock first (sidecar, then the file's inode), so a refused open
   // touches nothing. The lock creates the file if it is missing.

@@ -27,7 +27,8 @@ namespace {
 // deletes its parent's data.
 class SqliteFixture final : public StoreFixture {
  public:
-  SqliteFixture(std::string dir, pid_t owner) : dir_(std::move(dir)), owner_(owner) {}
+  SqliteFixture(std::string dir, pid_t owner, Durability durability)
+      : dir_(std::move(dir)), owner_(owner), durability_(durability) {}
   ~SqliteFixture() override {
     if (::getpid() != owner_) return;
     std::error_code ec;
@@ -37,6 +38,7 @@ class SqliteFixture final : public StoreFixture {
   Result<std::unique_ptr<Store>> Open() override {
     SqliteOptions o;
     o.path = dir_ + "/tck.db";
+    o.durability = durability_;
     return OpenSqliteStore(o);
   }
 
@@ -57,9 +59,10 @@ class SqliteFixture final : public StoreFixture {
  private:
   std::string dir_;
   pid_t owner_;
+  Durability durability_;
 };
 
-std::unique_ptr<StoreFixture> MakeFixture(const std::string& base_dir) {
+std::unique_ptr<StoreFixture> MakeFixture(const std::string& base_dir, Durability durability) {
   std::error_code ec;
   std::filesystem::path base =
       base_dir.empty() ? std::filesystem::temp_directory_path(ec) : std::filesystem::path(base_dir);
@@ -71,7 +74,7 @@ std::unique_ptr<StoreFixture> MakeFixture(const std::string& base_dir) {
     std::cerr << "SqliteTckProfile: mkdtemp(" << tmpl << "): " << std::strerror(errno) << "\n";
     return nullptr;
   }
-  return std::make_unique<SqliteFixture>(buf.data(), ::getpid());
+  return std::make_unique<SqliteFixture>(buf.data(), ::getpid(), durability);
 }
 
 Status SqliteError(sqlite3* db, std::string_view what) {
@@ -136,12 +139,15 @@ Result<std::optional<std::string>> Get(void* native, std::string_view key) {
 
 }  // namespace
 
-StoreProfile SqliteTckProfile(std::string base_dir) {
+StoreProfile SqliteTckProfile(std::string base_dir, Durability durability) {
   StoreProfile p;
-  p.name = "sqlite";
+  p.name = durability == Durability::kNormal ? "sqlite"
+                                             : "sqlite_" + std::string(DurabilityName(durability));
   p.exclusive = true;
   p.crash = CrashModel::kProcess;
-  p.make_fixture = [base_dir = std::move(base_dir)] { return MakeFixture(base_dir); };
+  p.make_fixture = [base_dir = std::move(base_dir), durability] {
+    return MakeFixture(base_dir, durability);
+  };
   BusinessHooks hooks;
   hooks.prepare = Prepare;
   hooks.put = Put;

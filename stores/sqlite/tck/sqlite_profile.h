@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mqlite/tck.h"
+#include "mqlite/types.h"
 
 namespace mqlite::tck {
 
@@ -20,8 +21,11 @@ namespace mqlite::tck {
 //
 // Each fixture is a fresh directory (mkdtemp) under `base_dir` — the system
 // temp directory when empty — holding the database "tck.db"; the directory
-// and everything in it is removed when the fixture is destroyed.
-StoreProfile SqliteTckProfile(std::string base_dir = "");
+// and everything in it is removed when the fixture is destroyed. Every open
+// uses `durability` (SPEC §10); a level other than normal is in the name
+// ("sqlite_full", "sqlite_process_only").
+StoreProfile SqliteTckProfile(std::string base_dir = "",
+                              Durability durability = Durability::kNormal);
 
 }  // namespace mqlite::tck
 

@@ -280,6 +280,31 @@ INSTANTIATE_TEST_SUITE_P(Tokens, SchemaMismatchTest,
 
 // ---- durability (SPEC §10) -------------------------------------------------------------------
 
+// Each level's pragma (docs/sqlite-store.md), read back through the Tx's
+// sqlite3*: 0 = OFF, 1 = NORMAL, 2 = FULL.
+TEST_F(OpenTest, Spec10_DurabilityMapsToSynchronous) {
+  const std::map<Durability, int> want = {
+      {Durability::kProcessOnly, 0}, {Durability::kNormal, 1}, {Durability::kFull, 2}};
+  for (const auto& [durability, level] : want) {
+    MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> e, Open(path_, durability));
+    int got = -1;
+    MQ_ASSERT_OK(e->Tx([&](TxContext& tx) -> Status {
+      MQLITE_ASSIGN_OR_RETURN(sqlite3 * db, SqliteHandle(tx));
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &st, nullptr) != SQLITE_OK) {
+        return Status::Internal("prepare");
+      }
+      if (sqlite3_step(st) == SQLITE_ROW) got = sqlite3_column_int(st, 0);
+      sqlite3_finalize(st);
+      return Status::OK();
+    }));
+    EXPECT_EQ(got, level) << DurabilityName(durability);
+    MQ_ASSERT_OK(e->Close());
+  }
+  MQ_EXPECT_CODE(OpenSqliteStore({.path = path_, .durability = static_cast<Durability>(9)}),
+                 kInvalidArgument);
+}
+
 TEST_F(OpenTest, Spec10_DurabilityFullOpensAndWorks) {
   {
     MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> e, Open(path_, Durability::kFull));

@@ -20,7 +20,7 @@ class TxContext;
 
 struct LmdbOptions {
   std::string dir;  // the environment's directory; created if missing (its parent must exist)
-  Durability durability = Durability::kNormal;  // kNormal → MDB_NOMETASYNC, kFull → full sync
+  Durability durability = Durability::kNormal;  // MDB_NOMETASYNC; kFull: sync; kProcessOnly: MDB_NOSYNC
   int64_t initial_map_bytes = int64_t{64} << 20;  // grown by doubling on MDB_MAP_FULL ...
   int64_t max_map_bytes = int64_t{64} << 30;      // ... up to this cap; then StoreFull
 };

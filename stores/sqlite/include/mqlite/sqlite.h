@@ -19,7 +19,7 @@ class TxContext;
 
 struct SqliteOptions {
   std::string path;  // the database file; created if missing
-  Durability durability = Durability::kNormal;  // kNormal / kFull → synchronous=NORMAL / FULL
+  Durability durability = Durability::kNormal;  // synchronous=NORMAL / FULL / OFF (kProcessOnly)
 };
 
 // The schema version token this build writes and accepts (SPEC §10).
