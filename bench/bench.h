@@ -150,8 +150,9 @@ std::string LmdbLabel(Durability d, const std::string& map);
 // The raw-SQL floor (floor.cc), floor:<durability>; `spec` registers
 // floor_spec, the floor plus the writes the SPEC obliges.
 void RegisterFloorWorkloads(Durability durability, bool spec, const Scale& scale);
-// The raw-LMDB floor (lmdb_floor.cc), lmdb_floor:<durability>.
-void RegisterLmdbFloorWorkloads(Durability durability, const Scale& scale);
+// The raw-LMDB floor (lmdb_floor.cc), lmdb_floor:<durability>; `spec`
+// registers lmdb_floor_spec, the floor plus the writes the SPEC obliges.
+void RegisterLmdbFloorWorkloads(Durability durability, bool spec, const Scale& scale);
 
 }  // namespace mqlite::bench
 

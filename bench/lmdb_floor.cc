@@ -21,6 +21,17 @@
 // only what any LMDB queue must write. It is the physical limit for the LMDB
 // store on this machine; the report shows the store's ratio to it. The
 // workloads themselves are floor_workloads.cc, shared with the raw-SQL floor.
+//
+// lmdb_floor_spec (`spec`) adds, in the same transactions, the writes the
+// SPEC obliges an LMDB queue to make, as floor_spec does for SQLite:
+//
+//   state     (queue, state, seq) → empty   §6 Peek by state (§11: no scan)
+//   receipts  seq + token → expires_at      §7.2, one per Complete
+//   counters  queue → count per state       O(1) Stats (LMDB has no COUNT)
+//
+// so send moves three entries more than the floor's two, a claim moves the
+// state entry and rewrites the counters, and a complete deletes the state
+// entry, rewrites the counters and writes a receipt.
 #include <lmdb.h>
 
 #include <cstring>
@@ -57,15 +68,20 @@ struct SeqKey {
 
 class LmdbFloor final : public Floor {
  public:
-  LmdbFloor(const std::string& dir, Durability durability) {
+  LmdbFloor(const std::string& dir, Durability durability, bool spec) : spec_(spec) {
     Ok(mdb_env_create(&env_), "mdb_env_create");
-    Ok(mdb_env_set_maxdbs(env_, 3), "mdb_env_set_maxdbs");
+    Ok(mdb_env_set_maxdbs(env_, 6), "mdb_env_set_maxdbs");
     Ok(mdb_env_set_mapsize(env_, kMapBytes), "mdb_env_set_mapsize");
     Ok(mdb_env_open(env_, dir.c_str(), LmdbEnvFlags(durability), 0644), ("open " + dir).c_str());
     MDB_txn* t = BeginTxn();
     Ok(mdb_dbi_open(t, "msgs", MDB_CREATE, &msgs_), "create msgs");
     Ok(mdb_dbi_open(t, "claim", MDB_CREATE, &claim_), "create claim");
     Ok(mdb_dbi_open(t, "lease", MDB_CREATE, &lease_), "create lease");
+    if (spec_) {
+      Ok(mdb_dbi_open(t, "state", MDB_CREATE, &state_), "create state");
+      Ok(mdb_dbi_open(t, "receipts", MDB_CREATE, &receipts_), "create receipts");
+      Ok(mdb_dbi_open(t, "counters", MDB_CREATE, &counters_), "create counters");
+    }
     Ok(mdb_txn_commit(t), "commit the databases");
   }
   ~LmdbFloor() override {
@@ -96,6 +112,10 @@ class LmdbFloor final : public Floor {
       PutBigEndian(seq, ck + 8);
       MDB_val ckv{sizeof ck, ck}, empty = Empty();
       Ok(mdb_put(t, claim_, &ckv, &empty, 0), "put a claim entry");
+      if (spec_) {
+        MoveState(t, queue, seq, -1, 0);
+        Count(t, queue, -1, 0);
+      }
     });
   }
 
@@ -134,10 +154,12 @@ class LmdbFloor final : public Floor {
       LeaseKey(h, seq, lk);
       MDB_val lkv{sizeof lk, lk}, empty = Empty();
       Ok(mdb_put(t, lease_, &lkv, &empty, 0), "put a lease entry");
+      if (spec_) MoveState(t, queue, seq, 0, 1);
       seqs.push_back(static_cast<int64_t>(seq));
       rc = mdb_cursor_get(idx, &k, &v, MDB_NEXT);  // after a delete: the entry behind it
     }
     if (rc != 0 && rc != MDB_NOTFOUND) Ok(rc, "walk the claim index");
+    if (spec_ && !seqs.empty()) Count(t, queue, 0, 1, static_cast<int64_t>(seqs.size()));
     mdb_cursor_close(msg);
     mdb_cursor_close(idx);
     Ok(mdb_txn_commit(t), "commit a claim");
@@ -160,10 +182,51 @@ class LmdbFloor final : public Floor {
       LeaseKey(h, static_cast<uint64_t>(seq), lk);
       MDB_val lkv{sizeof lk, lk};
       Ok(mdb_del(t, lease_, &lkv, nullptr), "delete a lease entry");
+      if (spec_) {
+        MoveState(t, h.queue, static_cast<uint64_t>(seq), 1, -1);
+        Count(t, h.queue, 1, -1);
+        unsigned char rk[8 + sizeof token_];
+        PutBigEndian(static_cast<uint64_t>(seq), rk);
+        std::memcpy(rk + 8, token_, sizeof token_);
+        unsigned char exp[8];
+        PutBigEndian(static_cast<uint64_t>(NowMs() + 30 * 60 * 1000), exp);
+        MDB_val rkv{sizeof rk, rk}, ev{sizeof exp, exp};
+        Ok(mdb_put(t, receipts_, &rkv, &ev, 0), "put a receipt");
+      }
     });
   }
 
  private:
+  // lmdb_floor_spec: moves seq's (queue, state, seq) entry from state `from`
+  // to state `to` (-1: none).
+  void MoveState(MDB_txn* t, int64_t queue, uint64_t seq, int from, int to) {
+    unsigned char k[17];
+    PutBigEndian(static_cast<uint64_t>(queue), k);
+    PutBigEndian(seq, k + 9);
+    MDB_val kv{sizeof k, k}, empty = Empty();
+    if (from >= 0) {
+      k[8] = static_cast<unsigned char>(from);
+      Ok(mdb_del(t, state_, &kv, nullptr), "delete a state entry");
+    }
+    if (to >= 0) {
+      k[8] = static_cast<unsigned char>(to);
+      Ok(mdb_put(t, state_, &kv, &empty, 0), "put a state entry");
+    }
+  }
+  // lmdb_floor_spec: moves `n` messages of `queue` between per-state counts.
+  void Count(MDB_txn* t, int64_t queue, int from, int to, int64_t n = 1) {
+    unsigned char k[8];
+    PutBigEndian(static_cast<uint64_t>(queue), k);
+    MDB_val kv{sizeof k, k}, v{};
+    int64_t counts[2] = {0, 0};
+    const int rc = mdb_get(t, counters_, &kv, &v);
+    if (rc == 0 && v.mv_size == sizeof counts) std::memcpy(counts, v.mv_data, sizeof counts);
+    if (rc != 0 && rc != MDB_NOTFOUND) Ok(rc, "read the counters");
+    if (from >= 0) counts[from] -= n;
+    if (to >= 0) counts[to] += n;
+    MDB_val nv{sizeof counts, counts};
+    Ok(mdb_put(t, counters_, &kv, &nv, 0), "write the counters");
+  }
   // (`what` is a C string: no allocation on the success path.)
   static void Ok(int rc, const char* what) {
     if (rc != 0) Die(std::string("lmdb_floor: ") + what, Status::Internal(mdb_strerror(rc)));
@@ -205,6 +268,8 @@ class LmdbFloor final : public Floor {
   MDB_env* env_ = nullptr;
   MDB_txn* txn_ = nullptr;  // between Begin and Commit
   MDB_dbi msgs_ = 0, claim_ = 0, lease_ = 0;
+  MDB_dbi state_ = 0, receipts_ = 0, counters_ = 0;  // lmdb_floor_spec only
+  const bool spec_;
   uint64_t last_seq_ = 0;
   uint64_t token_counter_ = 0;
   uint64_t token_[2] = {0, 0};       // the last Claim's
@@ -213,10 +278,11 @@ class LmdbFloor final : public Floor {
 
 }  // namespace
 
-void RegisterLmdbFloorWorkloads(Durability durability, const Scale& scale) {
-  RegisterFloor("lmdb_floor:" + std::string(DurabilityName(durability)),
-                LmdbLabel(durability, "4 GiB fixed"), scale, [durability](const std::string& dir) {
-                  return std::make_unique<LmdbFloor>(dir, durability);
+void RegisterLmdbFloorWorkloads(Durability durability, bool spec, const Scale& scale) {
+  RegisterFloor(std::string(spec ? "lmdb_floor_spec:" : "lmdb_floor:") +
+                    std::string(DurabilityName(durability)),
+                LmdbLabel(durability, "4 GiB fixed"), scale, [durability, spec](const std::string& dir) {
+                  return std::make_unique<LmdbFloor>(dir, durability, spec);
                 });
 }
 

@@ -257,8 +257,10 @@ int main(int argc, char** argv) {
     for (Durability d : extra) RegisterFloorWorkloads(d, false, scale);
   }
   if (stores.count("lmdb_floor")) {
-    RegisterLmdbFloorWorkloads(Durability::kNormal, scale);
-    for (Durability d : extra) RegisterLmdbFloorWorkloads(d, scale);
+    RegisterLmdbFloorWorkloads(Durability::kNormal, false, scale);
+    RegisterLmdbFloorWorkloads(Durability::kNormal, true, scale);
+    for (Durability d : extra) RegisterLmdbFloorWorkloads(d, false, scale);
+    if (process_only) RegisterLmdbFloorWorkloads(Durability::kProcessOnly, true, scale);
   }
   std::cerr << "mqlite-bench: scale " << scale.name << ", data in " << data_dir
             << " (filesystem " << FilesystemOf(data_dir) << ")" << std::endl;

@@ -170,9 +170,11 @@ class LmdbTxn final : public StoreTxn {
   }
   // Cursors must be closed before their transaction ends.
   void CloseCursors() {
-    for (auto& c : cursors_) {
-      if (c) mdb_cursor_close(c);
-      c = nullptr;
+    for (auto* set : {&cursors_, &write_cursors_}) {
+      for (auto& c : *set) {
+        if (c) mdb_cursor_close(c);
+        c = nullptr;
+      }
     }
   }
 
@@ -775,28 +777,37 @@ class LmdbTxn final : public StoreTxn {
     if (rc != 0) return Fail(rc, std::string("read ") + DbName(db));
     return std::optional<std::string>(std::string(SV(v)));
   }
+  // Writes go through a cursor kept per Db (not per database: the index
+  // tree's kinds each keep their own), so consecutive writes near each other
+  // (a batch appending to one kind) find their leaf without a descent from
+  // the root (LMDB's mdb_cursor_set checks the cursor's current page first).
   Status Put(Db db, std::string_view key, std::string_view value, unsigned flags = 0) {
+    MQLITE_ASSIGN_OR_RETURN(MDB_cursor * c, WriteCursorOn(db));
     MDB_val k = V(key), v = V(value);
-    const int rc = mdb_put(T(), dbi(db), &k, &v, flags);
+    const int rc = mdb_cursor_put(c, &k, &v, flags);
     if (rc != 0) return Fail(rc, std::string("write ") + DbName(db));
     return Status::OK();
   }
   Status Del(Db db, std::string_view key) {
-    MDB_val k = V(key);
-    const int rc = mdb_del(T(), dbi(db), &k, nullptr);
+    MQLITE_ASSIGN_OR_RETURN(MDB_cursor * c, WriteCursorOn(db));
+    MDB_val k = V(key), v{};
+    int rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+    if (rc == 0) rc = mdb_cursor_del(c, 0);
     if (rc != 0 && rc != MDB_NOTFOUND) return Fail(rc, std::string("delete from ") + DbName(db));
     return Status::OK();
   }
+  Result<MDB_cursor*> WriteCursorOn(Db db) { return LazyCursor(write_cursors_, db); }
   // A cursor on `db` in the innermost transaction, kept until the next
   // savepoint boundary or the end of the body.
-  Result<MDB_cursor*> CursorOn(Db db) {
-    if (cursors_[db] == nullptr) {
-      if (int rc = mdb_cursor_open(T(), dbi(db), &cursors_[db]); rc != 0) {
-        cursors_[db] = nullptr;
+  Result<MDB_cursor*> CursorOn(Db db) { return LazyCursor(cursors_, db); }
+  Result<MDB_cursor*> LazyCursor(std::array<MDB_cursor*, kDbCount>& set, Db db) {
+    if (set[db] == nullptr) {
+      if (int rc = mdb_cursor_open(T(), dbi(db), &set[db]); rc != 0) {
+        set[db] = nullptr;
         return Fail(rc, std::string("open a cursor on ") + DbName(db));
       }
     }
-    return cursors_[db];
+    return set[db];
   }
   // Calls fn(key, value) for every entry from the first key ≥ `prefix` that
   // starts with `prefix`, until fn returns false. Views are valid only during
@@ -1076,6 +1087,7 @@ class LmdbTxn final : public StoreTxn {
   bool map_full_ = false;
   bool poisoned_ = false;
   std::array<MDB_cursor*, kDbCount> cursors_{};
+  std::array<MDB_cursor*, kDbCount> write_cursors_{};  // Put and Del only
   // Claim's watch on claim-index inserts (see Claim).
   bool watch_ = false;
   std::optional<std::string> watch_min_;
