@@ -102,6 +102,61 @@ SettleResult SettleResultOf(const Verdict& verdict) {
   return r;
 }
 
+void ApplyToRow(const Verdict& verdict, RowState* row) {
+  switch (verdict.action) {
+    case Verdict::Action::kUnlock:
+      row->state = verdict.to;
+      row->token = LockToken{};
+      row->locked_until = 0;
+      if (verdict.to == MessageState::kScheduled) row->visible_at = verdict.visible_at;
+      return;
+    case Verdict::Action::kRenew:
+      row->locked_until = verdict.locked_until;
+      return;
+    case Verdict::Action::kDeliver:
+    case Verdict::Action::kDeadLetter:
+    case Verdict::Action::kDelete:
+      return;
+  }
+}
+
+void DeadLetterRow(std::string_view reason, const std::optional<std::string>& description,
+                   int64_t now, RowState* row) {
+  row->state = MessageState::kDeadLettered;
+  row->token = LockToken{};
+  row->locked_until = 0;
+  row->dead_lettered_at = now;
+  row->dead_letter_reason = std::string(reason);
+  row->dead_letter_description = description;
+  row->is_head = false;
+}
+
+Message ToMessage(int64_t seq, std::string_view queue_name, const RowState& r,
+                  const RowPayload& p) {
+  Message m;
+  m.seq = seq;
+  m.queue = std::string(queue_name);
+  m.body = p.body;
+  m.message_id = p.message_id;
+  m.group_id = p.group_id;
+  m.subject = p.subject;
+  m.correlation_id = p.correlation_id;
+  m.content_type = p.content_type;
+  m.properties = p.properties;
+  m.priority = r.priority;
+  m.enqueued_at = r.enqueued_at;
+  m.visible_at = r.visible_at;
+  m.expires_at = r.expires_at;
+  m.delivery_count = r.delivery_count;
+  m.state = r.state;
+  m.locked_until = r.locked_until;
+  m.lock_token = r.token;
+  m.dead_letter_reason = r.dead_letter_reason;
+  m.dead_letter_description = r.dead_letter_description;
+  m.dead_lettered_at = r.dead_lettered_at;
+  return m;
+}
+
 Status CheckCancelScheduled(const RowFacts* row, int64_t seq) {
   if (row && row->state == MessageState::kScheduled && row->delivery_count == 0) {
     return Status::OK();

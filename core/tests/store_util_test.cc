@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <ostream>
 #include <stop_token>
 #include <thread>
@@ -263,6 +264,106 @@ TEST(StoreUtilTest, Spec6_RedrivePlan) {
   EXPECT_FALSE(PlanRedrive(std::nullopt, target, kNow).has_value())
       << "group_fifo needs a group_id: the dead letter stays";
   EXPECT_TRUE(PlanRedrive(std::string("g"), target, kNow).has_value());
+}
+
+// The row changes of the verdicts, as the key-value stores apply them.
+TEST(StoreUtilTest, Spec6_RowChangesOfUnlockRenewAndDeadLetter) {
+  auto Unlock = [](MessageState to, int64_t visible_at = 0) {
+    Verdict v;
+    v.action = Action::kUnlock;
+    v.to = to;
+    v.visible_at = visible_at;
+    return v;
+  };
+  RowState locked;
+  static_cast<RowFacts&>(locked) = Locked();
+  locked.queue_id = 3;
+  locked.is_head = true;
+  locked.group_key = "g";
+
+  RowState r = locked;
+  ApplyToRow(Unlock(MessageState::kScheduled, kNow + 500), &r);
+  EXPECT_EQ(r.state, MessageState::kScheduled);
+  EXPECT_TRUE(r.token.empty());
+  EXPECT_EQ(r.locked_until, 0);
+  EXPECT_EQ(r.visible_at, kNow + 500);
+  EXPECT_TRUE(r.is_head) << "unlocking keeps headship";
+
+  r = locked;
+  ApplyToRow(Unlock(MessageState::kActive), &r);
+  EXPECT_EQ(r.state, MessageState::kActive);
+  EXPECT_EQ(r.visible_at, 0) << "only a move to scheduled sets visible_at";
+
+  r = locked;
+  Verdict renew;
+  renew.action = Action::kRenew;
+  renew.locked_until = kNow + 9'000;
+  ApplyToRow(renew, &r);
+  EXPECT_EQ(r.state, MessageState::kLocked);
+  EXPECT_EQ(r.token, Token(7)) << "a renewal keeps the token";
+  EXPECT_EQ(r.locked_until, kNow + 9'000);
+
+  for (Action untouched : {Action::kDeliver, Action::kDelete, Action::kDeadLetter}) {
+    r = locked;
+    Verdict v;
+    v.action = untouched;
+    v.reason = "x";
+    ApplyToRow(v, &r);
+    EXPECT_EQ(r.state, MessageState::kLocked);
+    EXPECT_EQ(r.token, Token(7));
+  }
+
+  r = locked;
+  DeadLetterRow("Poison", std::string("bad bytes"), kNow, &r);
+  EXPECT_EQ(r.state, MessageState::kDeadLettered);
+  EXPECT_TRUE(r.token.empty());
+  EXPECT_EQ(r.locked_until, 0);
+  EXPECT_EQ(r.dead_lettered_at, kNow);
+  EXPECT_EQ(r.dead_letter_reason, "Poison");
+  EXPECT_EQ(r.dead_letter_description, "bad bytes");
+  EXPECT_FALSE(r.is_head) << "a dead letter is never a group's head";
+  EXPECT_EQ(r.group_key, "g") << "it stays a member of its group's history";
+}
+
+TEST(StoreUtilTest, ToMessageCarriesEveryField) {
+  RowState r;
+  static_cast<RowFacts&>(r) = Locked(3, kNow + 7);
+  r.priority = 4;
+  r.enqueued_at = kNow - 10;
+  r.visible_at = kNow - 5;
+  r.expires_at = kNow + 1'000;
+  r.dead_letter_reason = "R";
+  r.dead_letter_description = "D";
+  r.dead_lettered_at = kNow - 1;
+  RowPayload p;
+  p.body = std::string("b\0dy", 4);
+  p.message_id = "m";
+  p.group_id = "g";
+  p.subject = "s";
+  p.correlation_id = "c";
+  p.content_type = "t";
+  p.properties = {{"k", "v"}};
+  const Message m = ToMessage(42, "jobs", r, p);
+  EXPECT_EQ(m.seq, 42);
+  EXPECT_EQ(m.queue, "jobs");
+  EXPECT_EQ(m.body, std::string("b\0dy", 4));
+  EXPECT_EQ(m.message_id, "m");
+  EXPECT_EQ(m.group_id, "g");
+  EXPECT_EQ(m.subject, "s");
+  EXPECT_EQ(m.correlation_id, "c");
+  EXPECT_EQ(m.content_type, "t");
+  EXPECT_EQ(m.properties, (std::map<std::string, std::string>{{"k", "v"}}));
+  EXPECT_EQ(m.priority, 4);
+  EXPECT_EQ(m.enqueued_at, kNow - 10);
+  EXPECT_EQ(m.visible_at, kNow - 5);
+  EXPECT_EQ(m.expires_at, kNow + 1'000);
+  EXPECT_EQ(m.delivery_count, 3);
+  EXPECT_EQ(m.state, MessageState::kLocked);
+  EXPECT_EQ(m.locked_until, kNow + 7);
+  EXPECT_EQ(m.lock_token, Token(7));
+  EXPECT_EQ(m.dead_letter_reason, "R");
+  EXPECT_EQ(m.dead_letter_description, "D");
+  EXPECT_EQ(m.dead_lettered_at, kNow - 1);
 }
 
 using Mode = RunGate::Mode;

@@ -19,6 +19,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -41,6 +42,37 @@ struct RowFacts {
   int64_t locked_until = 0;  // locked rows only
   LockToken token;           // locked rows only
 };
+
+// The rest of a row's bookkeeping, as an ordered key-value store keeps it
+// (the memory and LMDB stores; SQL stores keep the same as columns): which
+// queue, group headship (SPEC §5), and the dead-letter facts (§7.4).
+struct RowState : RowFacts {
+  int64_t queue_id = 0;
+  bool is_head = false;  // the group's head, or an ungrouped message
+  int32_t priority = 0;
+  std::optional<std::string> group_key;  // queue-internal key of its group, if any
+  int64_t enqueued_at = 0;
+  int64_t visible_at = 0;
+  int64_t dead_lettered_at = 0;
+  std::optional<std::string> dead_letter_reason;
+  std::optional<std::string> dead_letter_description;
+};
+
+// What a message was sent with (SPEC §3); never changed afterwards.
+struct RowPayload {
+  std::string body;
+  std::optional<std::string> message_id;
+  std::optional<std::string> group_id;
+  std::optional<std::string> subject;
+  std::optional<std::string> correlation_id;
+  std::optional<std::string> content_type;
+  std::map<std::string, std::string> properties;
+};
+
+// The Message of row `seq` in queue `queue_name`, lock token included
+// (Peek's callers clear it: SPEC §6).
+Message ToMessage(int64_t seq, std::string_view queue_name, const RowState& row,
+                  const RowPayload& payload);
 
 // SPEC §3: the message's TTL has passed (expires_at == 0 never expires).
 inline bool Expired(const RowFacts& row, int64_t now) {
@@ -125,6 +157,18 @@ Result<Verdict> DecideSettle(const RowFacts* row, const QueueConfig& config,
                              const SettleRequest& req);
 // What Settle returns once a DecideSettle verdict is applied.
 SettleResult SettleResultOf(const Verdict& verdict);
+
+// The row changes a verdict makes, for stores that rewrite a whole row:
+// kUnlock (to `to`, token and lease cleared, visible_at set when scheduled)
+// and kRenew (locked_until) change `row` in place; the other actions leave
+// it alone (kDeadLetter: DeadLetterRow; kDelete: the row goes; kDeliver:
+// Claim's own).
+void ApplyToRow(const Verdict& verdict, RowState* row);
+// SPEC §7.4: dead-lettered at `now` with `reason`, token and lease cleared,
+// no longer a head. A store that does this to a group's head then makes the
+// group's lowest-seq live member its head (SPEC §5).
+void DeadLetterRow(std::string_view reason, const std::optional<std::string>& description,
+                   int64_t now, RowState* row);
 
 // The refusals of single-message operations: OK, or NotFound naming `seq`.
 // `row` is the message of this queue, nullptr if there is none.

@@ -139,27 +139,9 @@ std::string ExpiryKey(Db db, int64_t expires_at, std::string_view key);
 
 // ---- Values ----------------------------------------------------------------------
 
-// A message row: the facts the queue rules read (mqlite/store_util.h) and the
-// rest, copied out of the map.
-struct Row : RowFacts {
-  int64_t queue_id = 0;
-  bool is_head = false;
-  int32_t priority = 0;
-  std::optional<std::string> group_key;
-  int64_t enqueued_at = 0;
-  int64_t visible_at = 0;
-  int64_t dead_lettered_at = 0;
-  std::optional<std::string> dead_letter_reason;
-  std::optional<std::string> dead_letter_description;
-  // What it was sent with, never changed afterwards.
-  std::string body;
-  std::optional<std::string> message_id;
-  std::optional<std::string> group_id;
-  std::optional<std::string> subject;
-  std::optional<std::string> correlation_id;
-  std::optional<std::string> content_type;
-  std::map<std::string, std::string> properties;
-};
+// A message row: its bookkeeping and what it was sent with
+// (mqlite/store_util.h RowState, RowPayload), copied out of the map.
+struct Row : RowState, RowPayload {};
 std::string EncodeRow(const Row& row);
 Result<Row> DecodeRow(std::string_view data);  // Corruption on a malformed value
 // The queue id alone, without decoding the row.

@@ -126,28 +126,7 @@ std::optional<std::string> StateKeyOf(int64_t seq, const Row& r) {
 }
 
 Message ToMessage(int64_t seq, const Row& r, const std::string& queue_name) {
-  Message m;
-  m.seq = seq;
-  m.queue = queue_name;
-  m.body = r.body;
-  m.message_id = r.message_id;
-  m.group_id = r.group_id;
-  m.subject = r.subject;
-  m.correlation_id = r.correlation_id;
-  m.content_type = r.content_type;
-  m.properties = r.properties;
-  m.priority = r.priority;
-  m.enqueued_at = r.enqueued_at;
-  m.visible_at = r.visible_at;
-  m.expires_at = r.expires_at;
-  m.delivery_count = r.delivery_count;
-  m.state = r.state;
-  m.locked_until = r.locked_until;
-  m.lock_token = r.token;
-  m.dead_letter_reason = r.dead_letter_reason;
-  m.dead_letter_description = r.dead_letter_description;
-  m.dead_lettered_at = r.dead_lettered_at;
-  return m;
+  return mqlite::ToMessage(seq, queue_name, r, r);
 }
 
 class LmdbStore;
@@ -1038,13 +1017,7 @@ class LmdbTxn final : public StoreTxn {
   Status DeadLetter(int64_t seq, const Row& r, std::string_view reason,
                     const std::optional<std::string>& description, int64_t now) {
     Row next = r;
-    next.state = MessageState::kDeadLettered;
-    next.token = LockToken{};
-    next.locked_until = 0;
-    next.dead_lettered_at = now;
-    next.dead_letter_reason = std::string(reason);
-    next.dead_letter_description = description;
-    next.is_head = false;
+    DeadLetterRow(reason, description, now, &next);
     MQLITE_RETURN_IF_ERROR(WriteRow(seq, &r, next));
     if (r.is_head && r.group_key) return PromoteNext(r.queue_id, *r.group_key);
     return Status::OK();
@@ -1054,17 +1027,10 @@ class LmdbTxn final : public StoreTxn {
   // is Claim's own and changes nothing here.
   Status ApplyTo(int64_t seq, const Row& r, const Verdict& v, int64_t now) {
     switch (v.action) {
-      case Verdict::Action::kUnlock: {  // the lease and token go
-        Row next = r;
-        next.state = v.to;
-        next.token = LockToken{};
-        next.locked_until = 0;
-        if (v.to == MessageState::kScheduled) next.visible_at = v.visible_at;
-        return WriteRow(seq, &r, next);
-      }
+      case Verdict::Action::kUnlock:  // the lease and token go
       case Verdict::Action::kRenew: {
         Row next = r;
-        next.locked_until = v.locked_until;
+        ApplyToRow(v, &next);
         return WriteRow(seq, &r, next);
       }
       case Verdict::Action::kDeadLetter:

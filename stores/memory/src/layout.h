@@ -46,30 +46,13 @@ namespace mqlite::memory_internal {
 
 inline constexpr int kStates = 5;  // MessageState values 0..4
 
-// What a message was sent with and never changes afterwards: shared between
-// a row, its undo images and a redriven copy, so none of them copies a body.
-struct Payload {
-  std::string body;
-  std::optional<std::string> message_id;
-  std::optional<std::string> group_id;
-  std::optional<std::string> subject;
-  std::optional<std::string> correlation_id;
-  std::optional<std::string> content_type;
-  std::map<std::string, std::string> properties;
-};
+// What a message was sent with (mqlite/store_util.h): shared between a row,
+// its undo images and a redriven copy, so none of them copies a body.
+using Payload = RowPayload;
 
-// A message: the facts the queue rules read (state, delivery_count,
-// expires_at, locked_until, token; mqlite/store_util.h) and the rest.
-struct Row : RowFacts {
-  int64_t queue_id = 0;
-  bool is_head = false;
-  int priority = 0;
-  std::optional<std::string> group_key;
-  int64_t enqueued_at = 0;
-  int64_t visible_at = 0;
-  int64_t dead_lettered_at = 0;
-  std::optional<std::string> dead_letter_reason;
-  std::optional<std::string> dead_letter_description;
+// A message: its bookkeeping (mqlite/store_util.h RowState: the facts the
+// queue rules read and the rest) and its shared payload.
+struct Row : RowState {
   std::shared_ptr<const Payload> payload;
 
   int64_t body_size() const { return static_cast<int64_t>(payload->body.size()); }

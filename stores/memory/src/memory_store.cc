@@ -78,29 +78,7 @@ std::optional<Key3> StateKey(int64_t seq, const Row& r) {
 }
 
 Message ToMessage(int64_t seq, const Row& r, const std::string& queue_name) {
-  const Payload& p = *r.payload;
-  Message m;
-  m.seq = seq;
-  m.queue = queue_name;
-  m.body = p.body;
-  m.message_id = p.message_id;
-  m.group_id = p.group_id;
-  m.subject = p.subject;
-  m.correlation_id = p.correlation_id;
-  m.content_type = p.content_type;
-  m.properties = p.properties;
-  m.priority = r.priority;
-  m.enqueued_at = r.enqueued_at;
-  m.visible_at = r.visible_at;
-  m.expires_at = r.expires_at;
-  m.delivery_count = r.delivery_count;
-  m.state = r.state;
-  m.locked_until = r.locked_until;
-  m.lock_token = r.token;
-  m.dead_letter_reason = r.dead_letter_reason;
-  m.dead_letter_description = r.dead_letter_description;
-  m.dead_lettered_at = r.dead_lettered_at;
-  return m;
+  return mqlite::ToMessage(seq, queue_name, r, *r.payload);
 }
 
 class MemTxn;
@@ -729,13 +707,7 @@ class MemTxn final : public StoreTxn {
                   const std::optional<std::string>& description, int64_t now) {
     Row next = d_->messages.at(seq);  // the live row
     const bool was_head = next.is_head;
-    next.state = MessageState::kDeadLettered;
-    next.token = LockToken{};
-    next.locked_until = 0;
-    next.dead_lettered_at = now;
-    next.dead_letter_reason = std::string(reason);
-    next.dead_letter_description = description;
-    next.is_head = false;
+    DeadLetterRow(reason, description, now, &next);
     const int64_t queue_id = next.queue_id;
     const std::optional<std::string> group = next.group_key;
     PutRow(seq, std::move(next));
@@ -746,18 +718,10 @@ class MemTxn final : public StoreTxn {
   // changes nothing here.
   void Apply(int64_t seq, const Verdict& v, int64_t now) {
     switch (v.action) {
-      case Verdict::Action::kUnlock: {  // the lease and token go
-        Row next = d_->messages.at(seq);
-        next.state = v.to;
-        next.token = LockToken{};
-        next.locked_until = 0;
-        if (v.to == MessageState::kScheduled) next.visible_at = v.visible_at;
-        PutRow(seq, std::move(next));
-        return;
-      }
+      case Verdict::Action::kUnlock:  // the lease and token go
       case Verdict::Action::kRenew: {
         Row next = d_->messages.at(seq);
-        next.locked_until = v.locked_until;
+        ApplyToRow(v, &next);
         PutRow(seq, std::move(next));
         return;
       }
