@@ -20,14 +20,15 @@
 # Environment:
 #   MQLITE_TEST_STAGES    stages to run, default "default asan tsan"
 #   CTEST_PARALLEL_LEVEL  ctest's own knob for running tests in parallel
-#   MQLITE_WITH_POSTGRES  ON: start a throwaway PostgreSQL cluster and build
-#                         the PostgreSQL store (not implemented yet)
+#   MQLITE_TEST_PG_URL    a PostgreSQL server for the PostgreSQL tests; unset,
+#                         each stage's ctest starts a throwaway cluster on
+#                         127.0.0.1 (CTest fixture stores/postgres/tests/
+#                         pg_test_cluster.sh) and stops it afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 readonly LOG_DIR="build/test-logs"
 readonly START=$SECONDS
-extra_cmake_args=()
 
 elapsed() {  # seconds -> "3m07s"
   printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
@@ -35,64 +36,6 @@ elapsed() {  # seconds -> "3m07s"
 
 banner() {
   printf '\n==== %s  [t+%s] ====\n' "$1" "$(elapsed $((SECONDS - START)))"
-}
-
-is_on() {
-  case "${1:-}" in ON | on | On | 1 | TRUE | true | True | YES | yes | Y | y) return 0 ;; *) return 1 ;; esac
-}
-
-# ---- PostgreSQL test cluster ---------------------------------------------------
-# A no-op unless MQLITE_WITH_POSTGRES is ON. The PostgreSQL store does not exist
-# yet (configuring with -DMQLITE_WITH_POSTGRES=ON is still a configure error);
-# when it lands, its tests find the server through MQLITE_TEST_PG_URL.
-# This initdb's a throwaway cluster in a temp dir and starts it with pg_ctl on
-# 127.0.0.1 only (the server refuses to run as root, so as root it runs as the
-# `postgres` OS user), and stops and deletes it when this script exits.
-PG_DIR=""
-PG_BIN=""
-
-as_postgres() {
-  if [[ "$(id -u)" -eq 0 ]]; then
-    runuser -u postgres -- "$@"
-  else
-    "$@"
-  fi
-}
-
-stop_test_postgres() {
-  if [[ -n "$PG_DIR" ]]; then
-    as_postgres "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
-    rm -rf "$PG_DIR"
-    PG_DIR=""
-  fi
-}
-
-start_test_postgres() {
-  is_on "${MQLITE_WITH_POSTGRES:-OFF}" || return 0
-  if [[ -n "${MQLITE_TEST_PG_URL:-}" ]]; then
-    echo "postgres: using the server at MQLITE_TEST_PG_URL"
-    return 0
-  fi
-  banner "postgres: starting a throwaway test cluster"
-  PG_BIN="$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
-  if [[ -z "$PG_BIN" || ! -x "$PG_BIN/initdb" ]]; then
-    echo "postgres: initdb not found (scripts/deps.sh installs the postgresql package)" >&2
-    return 1
-  fi
-  local port="${MQLITE_TEST_POSTGRES_PORT:-55432}"
-  PG_DIR="$(mktemp -d /tmp/mqlite-pg.XXXXXX)"
-  trap stop_test_postgres EXIT
-  if [[ "$(id -u)" -eq 0 ]]; then
-    chown postgres:postgres "$PG_DIR"
-  fi
-  as_postgres "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --no-sync \
-    >"$PG_DIR/initdb.log" 2>&1 || { cat "$PG_DIR/initdb.log" >&2; return 1; }
-  as_postgres "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $PG_DIR" start >/dev/null ||
-    { cat "$PG_DIR/server.log" >&2; return 1; }
-  export MQLITE_TEST_PG_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres"
-  extra_cmake_args+=(-DMQLITE_WITH_POSTGRES=ON)
-  echo "postgres: up, MQLITE_TEST_PG_URL=$MQLITE_TEST_PG_URL"
 }
 
 # ---- Stages --------------------------------------------------------------------
@@ -107,7 +50,7 @@ run_stage() {
   local preset="$1" t0=$SECONDS log="$LOG_DIR/$1.log" rc=0 outcome summary=""
   banner "$preset: configure + build + test"
   : >"$log"
-  if ! cmake --preset "$preset" ${extra_cmake_args[@]+"${extra_cmake_args[@]}"}; then
+  if ! cmake --preset "$preset"; then
     outcome="FAIL (configure)"
   elif ! cmake --build --preset "$preset"; then
     outcome="FAIL (build)"
@@ -153,7 +96,6 @@ main() {
   mkdir -p "$LOG_DIR"
   banner "deps"
   bash scripts/deps.sh
-  start_test_postgres
 
   local stages
   read -r -a stages <<<"${MQLITE_TEST_STAGES:-default asan tsan}"

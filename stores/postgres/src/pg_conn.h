@@ -1,0 +1,134 @@
+// One libpq connection for the PostgreSQL store, and what its failures mean.
+//
+// The store runs every transaction on a PgConn leased from a PgPool
+// (pool.h): BEGIN, prepared statements only, then Commit(), which checks the
+// COMMIT's result tag. Errors come back as Status values whose code tells
+// the store what it may do (SPEC §10, LESSONS "PostgreSQL"):
+//
+//   Unavailable     serialization failure (40001), deadlock (40P01), the
+//                   server shutting the session (57P01–57P03), connection
+//                   trouble (08xxx) or a connection lost before COMMIT was
+//                   sent: nothing committed. A rerunnable body may run again
+//                   on a fresh connection (Failure says which case it was).
+//   OutcomeUnknown  the connection went while COMMIT was in flight: the
+//                   transaction may or may not have committed. Never retried.
+//   Cancelled       lock_timeout (55P03, set from the call's deadline) or a
+//                   cancelled statement (57014).
+//   StoreFull       the server is out of disk or memory (class 53).
+//   Internal        anything else, with the SQLSTATE and the server's message.
+//
+// Not thread-safe: one thread uses a connection at a time (the pool's lease).
+#ifndef MQLITE_STORES_POSTGRES_SRC_PG_CONN_H_
+#define MQLITE_STORES_POSTGRES_SRC_PG_CONN_H_
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "mqlite/status.h"
+
+namespace mqlite::pg_internal {
+
+// Why a call failed, beyond its Status code: what a retry may assume.
+enum class Failure {
+  kNone,
+  kRetryable,   // serialization failure or deadlock: rolled back, safe to rerun
+  kLostBefore,  // the connection went before COMMIT was sent: nothing committed
+  kLostAfter,   // the connection went while COMMIT was in flight: outcome unknown
+  kOther,       // the statement's own error: not retried
+};
+
+struct PgError {
+  Status status;
+  Failure failure = Failure::kNone;
+  std::string sqlstate;  // "" when the server sent none (connection trouble)
+};
+
+// RAII over a PGresult*.
+class PgResult {
+ public:
+  PgResult() = default;
+  explicit PgResult(PGresult* r) : r_(r) {}
+  PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  PgResult& operator=(PgResult&& o) noexcept;
+  PgResult(const PgResult&) = delete;
+  PgResult& operator=(const PgResult&) = delete;
+  ~PgResult();
+
+  const PGresult* get() const { return r_; }
+  int rows() const { return r_ ? PQntuples(r_) : 0; }
+  bool null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+  std::string_view text(int row, int col) const {
+    return {PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col))};
+  }
+  int64_t i64(int row, int col) const;  // a bigint/int column in text form
+  std::string_view tag() const { return r_ ? PQcmdStatus(r_) : ""; }
+
+ private:
+  PGresult* r_ = nullptr;
+};
+
+// A statement the connection prepares once, on first use, under `name`.
+struct Statement {
+  const char* name;
+  const char* sql;
+};
+
+class PgConn {
+ public:
+  // Connects with a libpq connection string or URI. Unavailable, naming the
+  // server (never the password), when the server cannot be reached or
+  // refuses the login.
+  static Result<std::unique_ptr<PgConn>> Connect(const std::string& url);
+  ~PgConn();
+  PgConn(const PgConn&) = delete;
+  PgConn& operator=(const PgConn&) = delete;
+
+  PGconn* raw() const { return conn_; }
+  // CONNECTION_BAD: the session is gone; the pool drops such a connection.
+  bool broken() const { return PQstatus(conn_) != CONNECTION_OK; }
+  PGTransactionStatusType txn_status() const { return PQtransactionStatus(conn_); }
+  // Where the server is, for messages: "127.0.0.1:5432/postgres".
+  const std::string& where() const { return where_; }
+
+  // Runs `sql` (no parameters) and expects no rows back: BEGIN, SET LOCAL,
+  // DDL. `what` names it in errors.
+  Status Simple(std::string_view sql, std::string_view what);
+  // Runs a prepared statement with text parameters (nullopt = NULL),
+  // preparing it first if this connection has not yet.
+  Result<PgResult> Exec(const Statement& st, std::span<const std::optional<std::string>> params);
+  // COMMIT, then checks its tag: a transaction that had failed answers
+  // "ROLLBACK" without an error, which is Internal here (nothing committed,
+  // Failure kOther). A connection lost during the COMMIT is OutcomeUnknown.
+  Status Commit();
+  // ROLLBACK, best effort (a broken connection has nothing to roll back).
+  void Rollback();
+
+  // The last failure's classification (Status::OK and kNone after success).
+  const PgError& last_error() const { return last_; }
+
+ private:
+  PgConn(PGconn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
+  // Classifies a failed result (null: the call could not even send).
+  Status Fail(const PGresult* r, std::string_view what, bool committing = false);
+
+  PGconn* conn_;
+  std::string where_;
+  std::set<std::string, std::less<>> prepared_;
+  PgError last_;
+};
+
+// The classification itself, for a SQLSTATE (empty: no server answer) and
+// whether COMMIT was in flight; exposed for tests.
+PgError ClassifyPgError(std::string_view sqlstate, bool connection_lost, bool committing,
+                        std::string message);
+
+}  // namespace mqlite::pg_internal
+
+#endif  // MQLITE_STORES_POSTGRES_SRC_PG_CONN_H_
