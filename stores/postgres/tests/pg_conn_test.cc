@@ -8,8 +8,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <future>
 #include <optional>
 #include <stop_token>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "pg_conn.h"
+#include "pg_test_util.h"
 #include "pool.h"
 #include "suite_util.h"  // tck/src: the kit's assertion helpers
 
@@ -25,26 +24,6 @@ namespace mqlite::pg_internal {
 namespace {
 
 using Params = std::vector<std::optional<std::string>>;
-
-// The server's connection string: MQLITE_TEST_PG_URL, else the file the
-// CTest fixture wrote (MQLITE_TEST_PG_URL_FILE).
-std::string TestUrl() {
-  if (const char* url = std::getenv("MQLITE_TEST_PG_URL"); url && *url) return url;
-  if (const char* file = std::getenv("MQLITE_TEST_PG_URL_FILE"); file && *file) {
-    std::ifstream in(file);
-    std::string url;
-    if (std::getline(in, url) && !url.empty()) return url;
-  }
-  ADD_FAILURE() << "no PostgreSQL server: run through ctest (its fixture starts one) or set "
-                   "MQLITE_TEST_PG_URL";
-  return "";
-}
-
-std::unique_ptr<PgConn> Connect() {
-  Result<std::unique_ptr<PgConn>> c = PgConn::Connect(TestUrl());
-  EXPECT_TRUE(c.has_value()) << c.status().ToString();
-  return c.has_value() ? std::move(*c) : nullptr;
-}
 
 // A table of this process's own (tests run in parallel against one server).
 class PgTest : public ::testing::Test {
