@@ -4,8 +4,9 @@
 #
 #   default  RelWithDebInfo, every test (unit, store, integration, packaging)
 #   asan     AddressSanitizer + UBSan, every test but the runner's grade
-#            tables and the rerun harness runs (labels `grade`, `rerun`: they
-#            repeat the kit already run per test; the default stage runs them)
+#            tables, the rerun harness runs and the LMDB tiny-map kit run
+#            (labels `grade`, `rerun`, `map_growth`: they repeat the kit
+#            already run per test; the default stage runs them)
 #   tsan     ThreadSanitizer, the tests labelled `concurrency` (only their
 #            executables are built)
 #

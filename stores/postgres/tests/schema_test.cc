@@ -81,7 +81,7 @@ class SchemaTest : public ::testing::Test {
 
 TEST(SchemaNameTest, OnlyPlainLowercaseIdentifiers) {
   for (const char* ok : {"mqlite", "_q", "app_queues_2", "a"}) MQ_EXPECT_OK(CheckSchemaName(ok)) << ok;
-  for (const std::string bad : {std::string(), std::string("Mqlite"), std::string("1q"),
+  for (const std::string& bad : {std::string(), std::string("Mqlite"), std::string("1q"),
                                 std::string("a-b"), std::string("a b"), std::string("a;drop"),
                                 std::string(64, 'a')}) {
     MQ_EXPECT_CODE(CheckSchemaName(bad), kInvalidArgument) << "'" << bad << "'";

@@ -1,0 +1,79 @@
+#include "txn_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+#include <thread>
+
+namespace mqlite::pg_internal {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Waits about 2 ms × attempt plus jitter before the next run, or less if
+// the deadline comes first; false if the call was stopped or its deadline
+// passed meanwhile.
+bool PauseBeforeRetry(const RunOptions& options, int attempt) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  const auto pause = std::chrono::microseconds(2000 * attempt + static_cast<int>(rng() % 2000));
+  const auto until = std::min(options.deadline, Clock::now() + pause);
+  while (Clock::now() < until) {
+    if (options.stop.stop_requested()) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(),
+                                                          std::chrono::milliseconds(1)));
+  }
+  return !options.stop.stop_requested() && Clock::now() < options.deadline;
+}
+
+}  // namespace
+
+Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
+                      std::string_view what, const std::function<Status(PgConn&)>& body,
+                      TxnCounters* counters) {
+  const std::string name(what);
+  const bool has_deadline = options.deadline != Clock::time_point::max();
+  for (int attempt = 1;; ++attempt) {
+    if (counters) counters->attempts = attempt;
+    MQLITE_ASSIGN_OR_RETURN(PgPool::Lease lease, pool.Acquire(options, what));
+    PgConn& c = *lease;
+    const Status s = [&]() -> Status {
+      MQLITE_RETURN_IF_ERROR(c.Simple(read_only ? "BEGIN READ ONLY" : "BEGIN", "BEGIN"));
+      if (has_deadline) {
+        const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 options.deadline - Clock::now())
+                                 .count();
+        if (left <= 0) {
+          return Status::Cancelled(name + ": the deadline passed before the transaction began; "
+                                          "nothing was done");
+        }
+        MQLITE_RETURN_IF_ERROR(
+            c.Simple("SET LOCAL lock_timeout = " + std::to_string(left), "SET LOCAL lock_timeout"));
+      }
+      MQLITE_RETURN_IF_ERROR(body(c));
+      if (c.txn_status() == PQTRANS_INERROR) {
+        return Status::Internal(
+            name + ": a statement in the transaction failed and the body carried on; the "
+                   "transaction was rolled back and nothing committed");
+      }
+      return c.Commit();
+    }();
+    if (s.ok()) return s;
+    // The failure's kind, if it was the connection's own (a body may also
+    // fail on its own terms, which is never retried).
+    const Failure failure = s == c.last_error().status ? c.last_error().failure : Failure::kOther;
+    if (!c.broken() && c.txn_status() != PQTRANS_IDLE) c.Rollback();
+    if (c.broken() || failure == Failure::kLostAfter) lease.Discard();
+    const bool again = options.rerunnable && attempt < kMaxAttempts &&
+                       (failure == Failure::kRetryable || failure == Failure::kLostBefore);
+    if (!again) return s;
+    lease = PgPool::Lease();  // back to the pool (or closed) before pausing
+    if (!PauseBeforeRetry(options, attempt)) {
+      return Status::Cancelled(name + ": stopped or out of time before a retry, after: " +
+                               std::string(s.message()) + "; nothing committed");
+    }
+  }
+}
+
+}  // namespace mqlite::pg_internal

@@ -1,0 +1,48 @@
+// One PostgreSQL transaction around a store body, with the retry rules
+// SPEC §10 allows a shared store (issue "PostgreSQL store", LESSONS):
+//
+//   1. A connection from the pool; the wait gives up with Cancelled on the
+//      call's deadline or stop token, having done nothing.
+//   2. BEGIN (READ ONLY for reads) and, when the call has a deadline,
+//      SET LOCAL lock_timeout to the time left, so a lock wait ends as
+//      Cancelled instead of outliving the caller.
+//   3. The body. If it returns OK while the transaction has failed (a
+//      statement errored and the body — application code in a Tx — carried
+//      on), the transaction is rolled back and the call fails: PostgreSQL
+//      would answer COMMIT with ROLLBACK, and nothing may look committed.
+//   4. COMMIT, its result tag checked (PgConn::Commit).
+//
+// Only a rerunnable body (RunOptions::rerunnable; never a Tx) runs again,
+// and only after a serialization failure or deadlock, or a connection lost
+// before COMMIT was sent — each a case where nothing committed. A connection
+// lost while COMMIT was in flight is OutcomeUnknown and never retried. At
+// most kMaxAttempts runs, with a short jittered pause between them that
+// respects the deadline and stop token.
+#ifndef MQLITE_STORES_POSTGRES_SRC_TXN_RUNNER_H_
+#define MQLITE_STORES_POSTGRES_SRC_TXN_RUNNER_H_
+
+#include <functional>
+#include <string_view>
+
+#include "mqlite/status.h"
+#include "mqlite/store.h"
+#include "pg_conn.h"
+#include "pool.h"
+
+namespace mqlite::pg_internal {
+
+inline constexpr int kMaxAttempts = 5;
+
+struct TxnCounters {
+  int attempts = 0;  // bodies run by the last call
+};
+
+// Runs `body` on a leased connection inside one transaction (see above).
+// `what` names the call in errors.
+Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
+                      std::string_view what, const std::function<Status(PgConn&)>& body,
+                      TxnCounters* counters = nullptr);
+
+}  // namespace mqlite::pg_internal
+
+#endif  // MQLITE_STORES_POSTGRES_SRC_TXN_RUNNER_H_
