@@ -141,7 +141,8 @@ void RegisterFloor(const std::string& prefix, const std::string& label, const Sc
 
 // The labels recorded beside each store's numbers and its floor's.
 // The SPEC §10 mapping each store uses (docs/sqlite-store.md,
-// docs/lmdb-store.md); the floors use the same settings.
+// docs/lmdb-store.md), taken from the stores themselves so the floors open
+// with exactly their settings.
 const char* SqliteSynchronous(Durability d);  // "NORMAL", "FULL", "OFF"
 unsigned LmdbEnvFlags(Durability d);          // MDB_NOTLS plus the sync flags
 std::string SqliteLabel(Durability d);

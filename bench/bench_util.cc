@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "bench.h"
+#include "probe.h"   // stores/lmdb/src: the store's environment flags
+#include "schema.h"  // stores/sqlite/src: the store's synchronous level
 
 namespace mqlite::bench {
 
@@ -115,23 +117,9 @@ uint64_t GetBigEndian(const void* in) {
   return v;
 }
 
-const char* SqliteSynchronous(Durability d) {
-  switch (d) {
-    case Durability::kFull: return "FULL";
-    case Durability::kProcessOnly: return "OFF";
-    case Durability::kNormal: break;
-  }
-  return "NORMAL";
-}
+const char* SqliteSynchronous(Durability d) { return internal::SynchronousLevel(d); }
 
-unsigned LmdbEnvFlags(Durability d) {
-  switch (d) {
-    case Durability::kFull: return MDB_NOTLS;
-    case Durability::kProcessOnly: return MDB_NOTLS | MDB_NOSYNC;
-    case Durability::kNormal: break;
-  }
-  return MDB_NOTLS | MDB_NOMETASYNC;
-}
+unsigned LmdbEnvFlags(Durability d) { return lmdb_internal::EnvFlagsFor(d); }
 
 std::string SqliteLabel(Durability d) {
   return "durability=" + std::string(DurabilityName(d)) + " synchronous=" + SqliteSynchronous(d) +

@@ -755,18 +755,14 @@ def full_tables(results, store_full, floor_full, store_normal, floor_what, slow_
              "means the store is slower than the floor.", ""]
     lines.append(table(["Workload", store_full, floor_full, f"{kind} ÷ floor"], rows)
                  if rows else f"No workload ran under both `{store_full}` and `{floor_full}`.")
-    if lighter:
-        rows = speed_rows(results, store_full, store_normal)
-        lines += ["", f"What {slow_what} costs the store: `{store_full}` speed ÷ `{store_normal}` "
-                  "speed (above 1× means normal is slower).", ""]
-        lines.append(table(["Workload", store_full, store_normal, "speed-up"], rows)
-                     if rows else f"No workload ran under both `{store_full}` and `{store_normal}`.")
-        return lines
-    rows = speed_rows(results, store_normal, store_full)
-    lines += ["", f"What {slow_what} costs the store: `{store_normal}` speed ÷ `{store_full}` speed "
-              "(above 1× means full is slower).", ""]
-    lines.append(table(["Workload", store_normal, store_full, "slowdown"], rows)
-                 if rows else f"No workload ran under both `{store_normal}` and `{store_full}`.")
+    # The slower level's speed as the denominator, so the ratio reads "how much faster".
+    fast, slow, word = ((store_full, store_normal, "speed-up") if lighter
+                        else (store_normal, store_full, "slowdown"))
+    rows = speed_rows(results, fast, slow)
+    lines += ["", f"What {slow_what} costs the store: `{fast}` speed ÷ `{slow}` speed "
+              f"(above 1× means {slow.split(':')[1]} is slower).", ""]
+    lines.append(table(["Workload", fast, slow, word], rows)
+                 if rows else f"No workload ran under both `{fast}` and `{slow}`.")
     return lines
 
 

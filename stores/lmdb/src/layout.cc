@@ -242,14 +242,6 @@ std::string EncodeRow(const Row& r) {
   return o.Take();
 }
 
-Result<int64_t> RowQueueId(std::string_view data) {
-  In in(data);
-  if (in.Byte() != kRowVersion) return Malformed("message");
-  const int64_t q = in.I64();
-  if (!in.ok()) return Malformed("message");
-  return q;
-}
-
 Result<Row> DecodeRow(std::string_view data) {
   In in(data);
   Row r;

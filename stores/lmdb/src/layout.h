@@ -144,8 +144,6 @@ std::string ExpiryKey(Db db, int64_t expires_at, std::string_view key);
 struct Row : RowState, RowPayload {};
 std::string EncodeRow(const Row& row);
 Result<Row> DecodeRow(std::string_view data);  // Corruption on a malformed value
-// The queue id alone, without decoding the row.
-Result<int64_t> RowQueueId(std::string_view data);
 
 struct QueueData {
   QueueConfig config;

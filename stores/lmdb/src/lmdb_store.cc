@@ -208,9 +208,9 @@ class LmdbTxn final : public StoreTxn {
 
   Status DeleteQueue(const QueueRecord& queue) override {
     MQLITE_RETURN_IF_ERROR(Writable("DeleteQueue"));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(queue.id)));
-    if (!raw) return Status::OK();
-    MQLITE_ASSIGN_OR_RETURN(QueueData q, DecodeQueue(*raw));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<QueueData> found, FindQueue(queue.id));
+    if (!found) return Status::OK();
+    const QueueData& q = *found;
     std::vector<int64_t> seqs;
     std::string prefix;
     AppendI64(&prefix, queue.id);
@@ -857,22 +857,29 @@ class LmdbTxn final : public StoreTxn {
 
   // ---- Queues and rows ----
 
-  Result<QueueData> LoadQueue(int64_t id) {
+  // Queue `id`'s record, or nothing if there is no such queue.
+  Result<std::optional<QueueData>> FindQueue(int64_t id) {
     MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(id)));
-    if (!raw) return Status::QueueNotFound("queue id " + std::to_string(id) + " does not exist");
-    return DecodeQueue(*raw);
+    if (!raw) return std::optional<QueueData>();
+    MQLITE_ASSIGN_OR_RETURN(QueueData q, DecodeQueue(*raw));
+    return std::optional<QueueData>(std::move(q));
+  }
+  Result<QueueData> LoadQueue(int64_t id) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<QueueData> q, FindQueue(id));
+    if (!q) return Status::QueueNotFound("queue id " + std::to_string(id) + " does not exist");
+    return std::move(*q);
   }
   Status StoreQueue(int64_t id, const QueueData& q) {
     return Put(kQueues, QueueKey(id), EncodeQueue(q));
   }
   // The queue's record; QueueNotFound naming the queue if it is gone.
   Result<QueueData> RequireQueueData(const QueueRecord& queue) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(queue.id)));
-    if (!raw) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<QueueData> q, FindQueue(queue.id));
+    if (!q) {
       return Status::QueueNotFound("queue '" + queue.config.name + "' (id " +
                                    std::to_string(queue.id) + ") does not exist");
     }
-    return DecodeQueue(*raw);
+    return std::move(*q);
   }
   Status RequireQueue(const QueueRecord& queue) { return RequireQueueData(queue).status(); }
   // Adds to the queue's counters; raises its last_seq to `seq`.

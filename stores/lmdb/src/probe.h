@@ -21,7 +21,8 @@ struct Probe {
 Probe* ProbeOf(Store* store);
 
 // The environment flags this build opens with for `durability` (the golden
-// test pins them: never MDB_NOSYNC, MDB_WRITEMAP or MDB_MAPASYNC).
+// test pins them: MDB_NOSYNC only at kProcessOnly; never MDB_WRITEMAP or
+// MDB_MAPASYNC). The bench's raw-LMDB floor opens with the same flags.
 unsigned EnvFlagsFor(Durability durability);
 
 }  // namespace mqlite::lmdb_internal

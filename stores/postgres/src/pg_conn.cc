@@ -74,11 +74,6 @@ PgError ClassifyPgError(std::string_view sqlstate, bool connection_lost, bool co
 Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& url) {
   PGconn* c = PQconnectdb(url.c_str());
   if (c == nullptr) return Status::Internal("PostgreSQL store: out of memory connecting");
-  std::string where;
-  if (PQstatus(c) == CONNECTION_OK) {
-    where = std::string(PQhost(c) ? PQhost(c) : "?") + ":" + (PQport(c) ? PQport(c) : "?") + "/" +
-            (PQdb(c) ? PQdb(c) : "?");
-  }
   if (PQstatus(c) != CONNECTION_OK) {
     // PQerrorMessage names host and port; the connection string itself (which
     // may hold a password) is never echoed.
@@ -89,6 +84,8 @@ Result<std::unique_ptr<PgConn>> PgConn::Connect(const std::string& url) {
   // The server's NOTICEs ("table does not exist, skipping") are not the
   // application's business: libpq would print them to stderr.
   PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+  std::string where = std::string(PQhost(c) ? PQhost(c) : "?") + ":" +
+                      (PQport(c) ? PQport(c) : "?") + "/" + (PQdb(c) ? PQdb(c) : "?");
   return std::unique_ptr<PgConn>(new PgConn(c, std::move(where)));
 }
 
@@ -104,12 +101,12 @@ Status PgConn::Fail(const PGresult* r, std::string_view what, bool committing) {
   return last_.status;
 }
 
-Status PgConn::Simple(std::string_view sql, std::string_view what) {
+Result<PgResult> PgConn::Query(std::string_view sql, std::string_view what) {
   PgResult r(PQexec(conn_, std::string(sql).c_str()));
   const ExecStatusType st = r.get() ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return Fail(r.get(), what);
   last_ = PgError{};
-  return Status::OK();
+  return r;
 }
 
 Result<PgResult> PgConn::Exec(const Statement& st,

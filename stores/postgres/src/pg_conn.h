@@ -97,9 +97,11 @@ class PgConn {
   // Where the server is, for messages: "127.0.0.1:5432/postgres".
   const std::string& where() const { return where_; }
 
-  // Runs `sql` (no parameters) and expects no rows back: BEGIN, SET LOCAL,
-  // DDL. `what` names it in errors.
-  Status Simple(std::string_view sql, std::string_view what);
+  // Runs `sql` unprepared, with no parameters (BEGIN, SET LOCAL, DDL, a
+  // one-off read at open), and returns its rows. `what` names it in errors.
+  Result<PgResult> Query(std::string_view sql, std::string_view what);
+  // The same when the rows do not matter.
+  Status Simple(std::string_view sql, std::string_view what) { return Query(sql, what).status(); }
   // Runs a prepared statement with text parameters (nullopt = NULL),
   // preparing it first if this connection has not yet.
   Result<PgResult> Exec(const Statement& st, std::span<const std::optional<std::string>> params);

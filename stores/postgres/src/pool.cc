@@ -28,7 +28,7 @@ Result<std::unique_ptr<PgPool>> PgPool::Create(PgPoolOptions options) {
     return Status::InvalidArgument("PostgreSQL store: max_connections must be at least 1 (got " +
                                    std::to_string(options.max_connections) + ")");
   }
-  return std::make_unique<PgPool>(std::move(options));
+  return std::unique_ptr<PgPool>(new PgPool(std::move(options)));
 }
 
 PgPool::~PgPool() {

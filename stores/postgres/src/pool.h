@@ -64,7 +64,6 @@ class PgPool {
   };
 
   // InvalidArgument for max_connections < 1. Opens no connection yet.
-  explicit PgPool(PgPoolOptions options) : options_(std::move(options)) {}
   static Result<std::unique_ptr<PgPool>> Create(PgPoolOptions options);
   ~PgPool();
 
@@ -78,6 +77,7 @@ class PgPool {
   const PgPoolOptions& options() const { return options_; }
 
  private:
+  explicit PgPool(PgPoolOptions options) : options_(std::move(options)) {}
   void Release(std::unique_ptr<PgConn> conn, bool discard);
 
   const PgPoolOptions options_;

@@ -189,12 +189,9 @@ Status EnsureSchema(PgConn& conn, std::string_view schema) {
     const bool has_meta = look.text(0, 0) == "t";
     const int64_t tables = look.i64(0, 1);
     if (has_meta) {
-      PgResult token(PQexec(conn.raw(),
-                            ("SELECT value FROM " + s + ".meta WHERE key = 'schema_token'").c_str()));
-      if (PQresultStatus(token.get()) != PGRES_TUPLES_OK) {
-        return Status::Internal(where + ": cannot read its token: " +
-                                PQresultErrorMessage(token.get()));
-      }
+      MQLITE_ASSIGN_OR_RETURN(
+          PgResult token,
+          conn.Query("SELECT value FROM " + s + ".meta WHERE key = 'schema_token'", "read the token"));
       if (token.rows() == 0) {
         return Status::SchemaVersionMismatch(where + " has a meta table but no schema token; "
                                              "it was not written by mqlite. Nothing was changed");

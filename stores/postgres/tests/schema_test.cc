@@ -37,10 +37,10 @@ class SchemaTest : public ::testing::Test {
   }
   void Drop() { MQ_EXPECT_OK(admin_->Simple("DROP SCHEMA IF EXISTS " + schema_ + " CASCADE", "drop")); }
   std::string One(const std::string& sql) {
-    PgResult r(PQexec(admin_->raw(), sql.c_str()));
-    EXPECT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << sql << ": " << PQresultErrorMessage(r.get());
-    if (r.rows() == 0) return "<no row>";
-    return r.null(0, 0) ? "<null>" : std::string(r.text(0, 0));
+    Result<PgResult> r = admin_->Query(sql, "one value");
+    EXPECT_TRUE(r.has_value()) << sql << ": " << r.status().ToString();
+    if (!r.has_value() || r->rows() == 0) return "<no row>";
+    return r->null(0, 0) ? "<null>" : std::string(r->text(0, 0));
   }
   // Tables, columns, sequences and indexes of the schema as the server has
   // them, with the schema's name replaced by SCHEMA.

@@ -50,8 +50,9 @@ class TxnRunnerTest : public ::testing::Test {
                     "raise " + sqlstate);
   }
   int64_t Rows() {
-    PgResult r(PQexec(admin_->raw(), ("SELECT count(*) FROM " + table_).c_str()));
-    return r.rows() == 1 ? r.i64(0, 0) : -1;
+    Result<PgResult> r = admin_->Query("SELECT count(*) FROM " + table_, "count");
+    EXPECT_TRUE(r.has_value()) << r.status().ToString();
+    return r.has_value() ? r->i64(0, 0) : -1;
   }
 
   std::unique_ptr<PgConn> admin_;

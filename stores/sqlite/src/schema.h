@@ -15,7 +15,22 @@
 #ifndef MQLITE_STORES_SQLITE_SRC_SCHEMA_H_
 #define MQLITE_STORES_SQLITE_SRC_SCHEMA_H_
 
+#include "mqlite/types.h"
+
 namespace mqlite::internal {
+
+// SPEC §10 mapping (docs/sqlite-store.md): the `PRAGMA synchronous` level an
+// open sets. In WAL mode NORMAL syncs at checkpoints only, FULL at every
+// commit, OFF never (process death only). The bench's raw-SQL floor uses it
+// too.
+inline const char* SynchronousLevel(Durability d) {
+  switch (d) {
+    case Durability::kFull: return "FULL";
+    case Durability::kProcessOnly: return "OFF";
+    case Durability::kNormal: break;
+  }
+  return "NORMAL";
+}
 
 inline constexpr const char* kSqliteSchema[] = {
     "CREATE TABLE mqlite_meta (\n"

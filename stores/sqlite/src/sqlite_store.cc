@@ -1171,12 +1171,9 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
   // the high-water mark forever.
   MQLITE_RETURN_IF_ERROR(
       conn->ExecScript("PRAGMA journal_size_limit = 4194304", "journal_size_limit"));
-  // SPEC §10 mapping (docs/sqlite-store.md): in WAL mode NORMAL syncs at
-  // checkpoints only, FULL at every commit, OFF never (process death only).
-  const char* synchronous = options.durability == Durability::kFull   ? "PRAGMA synchronous = FULL"
-                            : options.durability == Durability::kNormal ? "PRAGMA synchronous = NORMAL"
-                                                                        : "PRAGMA synchronous = OFF";
-  MQLITE_RETURN_IF_ERROR(conn->ExecScript(synchronous, "synchronous"));
+  const std::string synchronous =
+      std::string("PRAGMA synchronous = ") + SynchronousLevel(options.durability);
+  MQLITE_RETURN_IF_ERROR(conn->ExecScript(synchronous.c_str(), "synchronous"));
   if (fresh) {
     MQLITE_RETURN_IF_ERROR(conn->ExecScript("BEGIN IMMEDIATE", "begin"));
     Status s;
