@@ -293,4 +293,40 @@ Result<void*> NativeHandleOf(TxContext& tx, std::string_view type, std::string_v
   return handle;
 }
 
+std::string EncodePropertyBlob(const std::map<std::string, std::string>& props) {
+  std::string out;
+  auto put = [&](const std::string& s) {
+    uint32_t n = static_cast<uint32_t>(s.size());
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+    out += s;
+  };
+  for (const auto& [k, v] : props) {
+    put(k);
+    put(v);
+  }
+  return out;
+}
+
+Status DecodePropertyBlob(std::string_view in, std::map<std::string, std::string>* out) {
+  out->clear();
+  size_t pos = 0;
+  auto get = [&](std::string* s) -> bool {
+    if (in.size() - pos < 4) return false;
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<uint8_t>(in[pos + i])) << (8 * i);
+    pos += 4;
+    if (in.size() - pos < n) return false;
+    s->assign(in.substr(pos, n));
+    pos += n;
+    return true;
+  };
+  while (pos < in.size()) {
+    std::string k, v;
+    if (!get(&k) || !get(&v)) return Status::Corruption("malformed properties blob");
+    (*out)[std::move(k)] = std::move(v);
+  }
+  return Status::OK();
+}
+
+
 }  // namespace mqlite

@@ -6,6 +6,11 @@
 #ifdef MQLITE_TCK_HAVE_MEMORY
 #include "memory_profile.h"
 #endif
+#ifdef MQLITE_TCK_HAVE_POSTGRES
+#include <fstream>
+
+#include "postgres_profile.h"
+#endif
 #ifdef MQLITE_TCK_HAVE_LMDB
 #include "lmdb_profile.h"
 #endif
@@ -19,6 +24,9 @@ std::string KnownStores() {
 #endif
 #ifdef MQLITE_TCK_HAVE_LMDB
   s += "lmdb[:DIR] ";
+#endif
+#ifdef MQLITE_TCK_HAVE_POSTGRES
+  s += "postgres:URL|@FILE ";
 #endif
 #ifdef MQLITE_TCK_HAVE_MEMORY
   s += "memory[:shared] ";
@@ -40,6 +48,32 @@ Result<StoreProfile> MakeProfile(const std::string& spec, Durability durability)
     return LmdbTckProfile(
         arg, o,
         durability == Durability::kNormal ? "lmdb" : "lmdb_" + std::string(DurabilityName(durability)));
+  }
+#endif
+#ifdef MQLITE_TCK_HAVE_POSTGRES
+  // postgres:postgresql://... (the server's URL), or postgres:@FILE (a file
+  // holding it, as the test cluster writes). Each test gets a schema of its
+  // own in that database, dropped afterwards.
+  if (name == "postgres") {
+    std::string url = arg;
+    if (!url.empty() && url[0] == '@') {
+      std::ifstream in(url.substr(1));
+      if (!in || !std::getline(in, url)) {
+        return Status::InvalidArgument("--store postgres:" + arg + ": cannot read a URL from " +
+                                       url.substr(1));
+      }
+    }
+    if (url.empty()) {
+      return Status::InvalidArgument(
+          "--store postgres needs the server: postgres:postgresql://USER@HOST:PORT/DB or "
+          "postgres:@FILE");
+    }
+    PostgresOptions o;
+    o.url = url;
+    o.durability = durability;
+    return PostgresTckProfile(
+        o, durability == Durability::kNormal ? "postgres"
+                                             : "postgres_" + std::string(DurabilityName(durability)));
   }
 #endif
 #ifdef MQLITE_TCK_HAVE_MEMORY

@@ -74,6 +74,13 @@ struct RowPayload {
 Message ToMessage(int64_t seq, std::string_view queue_name, const RowState& row,
                   const RowPayload& payload);
 
+// A message's properties as one byte string, for stores that keep them in
+// one column (SQLite, PostgreSQL): repeated (u32 little-endian key length,
+// key, u32 little-endian value length, value) in key order; "" for none.
+std::string EncodePropertyBlob(const std::map<std::string, std::string>& props);
+// The inverse; Corruption if `in` is not such a string.
+Status DecodePropertyBlob(std::string_view in, std::map<std::string, std::string>* out);
+
 // SPEC §3: the message's TTL has passed (expires_at == 0 never expires).
 inline bool Expired(const RowFacts& row, int64_t now) {
   return row.expires_at > 0 && row.expires_at <= now;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,32 @@ int64_t PgResult::i64(int row, int col) const {
   const std::string_view t = text(row, col);
   int64_t v = 0;
   std::from_chars(t.data(), t.data() + t.size(), v);
+  return v;
+}
+
+std::string PgResult::bytes(int row, int col) const {
+  const std::string_view t = text(row, col);
+  std::string out;
+  if (t.size() < 2 || t[0] != '\\' || t[1] != 'x') return std::string(t);  // not hex form
+  out.reserve((t.size() - 2) / 2);
+  auto nib = [](char c) -> int {
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+  };
+  for (size_t i = 2; i + 1 < t.size(); i += 2) {
+    out.push_back(static_cast<char>((nib(t[i]) << 4) | nib(t[i + 1])));
+  }
+  return out;
+}
+
+std::optional<std::string> PgResult::opt_bytes(int row, int col) const {
+  if (null(row, col)) return std::nullopt;
+  return bytes(row, col);
+}
+
+int64_t PgResult::affected() const {
+  const char* n = r_ ? PQcmdTuples(r_) : "";
+  int64_t v = 0;
+  std::from_chars(n, n + std::strlen(n), v);
   return v;
 }
 
@@ -98,6 +125,9 @@ Status PgConn::Fail(const PGresult* r, std::string_view what, bool committing) {
   last_ = ClassifyPgError(state ? state : "", broken(), committing,
                           "PostgreSQL store (" + where_ + "): " + std::string(what) + ": " +
                               message);
+  if (last_.failure == Failure::kRetryable || last_.failure == Failure::kLostBefore) {
+    attempt_failure_ = last_.failure;
+  }
   return last_.status;
 }
 
@@ -111,6 +141,16 @@ Result<PgResult> PgConn::Query(std::string_view sql, std::string_view what) {
 
 Result<PgResult> PgConn::Exec(const Statement& st,
                               std::span<const std::optional<std::string>> params) {
+  return Run(st, params, nullptr);
+}
+
+Result<PgResult> PgConn::Exec(const Statement& st, const PgParams& params) {
+  return Run(st, params.values_, params.formats_.data());
+}
+
+Result<PgResult> PgConn::Run(const Statement& st,
+                             std::span<const std::optional<std::string>> params,
+                             const int* formats) {
   if (!prepared_.contains(st.name)) {
     PgResult p(PQprepare(conn_, st.name, st.sql, 0, nullptr));
     if (!p.get() || PQresultStatus(p.get()) != PGRES_COMMAND_OK) {
@@ -119,9 +159,13 @@ Result<PgResult> PgConn::Exec(const Statement& st,
     prepared_.insert(st.name);
   }
   std::vector<const char*> values(params.size());
-  for (size_t i = 0; i < params.size(); ++i) values[i] = params[i] ? params[i]->c_str() : nullptr;
+  std::vector<int> lengths(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    values[i] = params[i] ? params[i]->data() : nullptr;
+    lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
+  }
   PgResult r(PQexecPrepared(conn_, st.name, static_cast<int>(values.size()), values.data(),
-                            nullptr, nullptr, 0));
+                            lengths.data(), formats, 0));
   const ExecStatusType s = r.get() ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) return Fail(r.get(), st.name);
   last_ = PgError{};

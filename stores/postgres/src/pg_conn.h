@@ -30,6 +30,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mqlite/status.h"
 
@@ -68,10 +69,43 @@ class PgResult {
     return {PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col))};
   }
   int64_t i64(int row, int col) const;  // a bigint/int column in text form
+  bool boolean(int row, int col) const { return text(row, col) == "t"; }
+  // A bytea column (text form, hex "\\x..."), decoded; nullopt when NULL.
+  std::string bytes(int row, int col) const;
+  std::optional<std::string> opt_bytes(int row, int col) const;
+  // Rows an INSERT/UPDATE/DELETE touched (PQcmdTuples).
+  int64_t affected() const;
   std::string_view tag() const { return r_ ? PQcmdStatus(r_) : ""; }
 
  private:
   PGresult* r_ = nullptr;
+};
+
+// The parameters of one prepared statement, left to right: integers and
+// text in text form, byte strings in binary form (bytea round-trips every
+// byte, NUL included, with no escaping).
+class PgParams {
+ public:
+  PgParams& I(int64_t v) { return Add(std::to_string(v), 0); }
+  PgParams& Bool(bool v) { return Add(v ? "t" : "f", 0); }
+  PgParams& Text(std::string_view v) { return Add(std::string(v), 0); }
+  PgParams& Bytes(std::string_view v) { return Add(std::string(v), 1); }
+  PgParams& OptBytes(const std::optional<std::string>& v) { return v ? Bytes(*v) : Null(); }
+  PgParams& Null() {
+    values_.emplace_back();
+    formats_.push_back(0);
+    return *this;
+  }
+
+ private:
+  friend class PgConn;
+  PgParams& Add(std::string v, int format) {
+    values_.emplace_back(std::move(v));
+    formats_.push_back(format);
+    return *this;
+  }
+  std::vector<std::optional<std::string>> values_;
+  std::vector<int> formats_;
 };
 
 // A statement the connection prepares once, on first use, under `name`.
@@ -105,6 +139,7 @@ class PgConn {
   // Runs a prepared statement with text parameters (nullopt = NULL),
   // preparing it first if this connection has not yet.
   Result<PgResult> Exec(const Statement& st, std::span<const std::optional<std::string>> params);
+  Result<PgResult> Exec(const Statement& st, const PgParams& params);
   // COMMIT, then checks its tag: a transaction that had failed answers
   // "ROLLBACK" without an error, which is Internal here (nothing committed,
   // Failure kOther). A connection lost during the COMMIT is OutcomeUnknown.
@@ -114,16 +149,25 @@ class PgConn {
 
   // The last failure's classification (Status::OK and kNone after success).
   const PgError& last_error() const { return last_; }
+  // Whether any statement since MarkAttempt() failed in a way that rolled
+  // the whole transaction back safely (kRetryable, kLostBefore), even if the
+  // body went on (a savepoint rolled back, a later statement succeeded) and
+  // finally failed with a status of its own making.
+  void MarkAttempt() { attempt_failure_ = Failure::kNone; }
+  Failure attempt_failure() const { return attempt_failure_; }
 
  private:
   PgConn(PGconn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}
   // Classifies a failed result (null: the call could not even send).
   Status Fail(const PGresult* r, std::string_view what, bool committing = false);
+  Result<PgResult> Run(const Statement& st, std::span<const std::optional<std::string>> values,
+                       const int* formats);
 
   PGconn* conn_;
   std::string where_;
   std::set<std::string, std::less<>> prepared_;
   PgError last_;
+  Failure attempt_failure_ = Failure::kNone;
 };
 
 // The classification itself, for a SQLSTATE (empty: no server answer) and

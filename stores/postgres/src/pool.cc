@@ -64,6 +64,14 @@ Result<PgPool::Lease> PgPool::Acquire(const RunOptions& options, std::string_vie
   ++open_;  // the slot is ours while we connect, outside the lock
   l.unlock();
   Result<std::unique_ptr<PgConn>> c = PgConn::Connect(options_.url);
+  if (c.has_value()) {
+    for (const std::string& sql : options_.session_setup) {
+      if (Status s = (*c)->Simple(sql, "set up the session"); !s.ok()) {
+        c = s;
+        break;
+      }
+    }
+  }
   if (!c.has_value()) {
     l.lock();
     --open_;

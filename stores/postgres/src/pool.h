@@ -34,6 +34,8 @@ namespace mqlite::pg_internal {
 struct PgPoolOptions {
   std::string url;          // libpq connection string or URI
   int max_connections = 8;  // ≥ 1
+  // Run once on every new connection before its first lease (SET ...).
+  std::vector<std::string> session_setup;
 };
 
 class PgPool {

@@ -2,14 +2,13 @@
 
 #include <optional>
 
+namespace mqlite {
+const char* const kPostgresSchemaToken = "mqlite-postgres-1";
+}  // namespace mqlite
+
 namespace mqlite::pg_internal {
 
-const char* const kPostgresSchemaToken = "mqlite-postgres-1";
-
-namespace {
-
-// "{s}" in a template becomes the schema name.
-std::string Fill(std::string_view tmpl, std::string_view schema) {
+std::string FillSchema(std::string_view tmpl, std::string_view schema) {
   std::string out;
   for (size_t i = 0; i < tmpl.size(); ++i) {
     if (tmpl.compare(i, 3, "{s}") == 0) {
@@ -21,6 +20,8 @@ std::string Fill(std::string_view tmpl, std::string_view schema) {
   }
   return out;
 }
+
+namespace {
 
 constexpr const char* kDdl[] = {
     "CREATE SCHEMA IF NOT EXISTS {s}",
@@ -157,7 +158,7 @@ Status CheckSchemaName(std::string_view schema) {
 std::vector<std::string> SchemaDdl(std::string_view schema) {
   std::vector<std::string> out;
   for (const char* t : kDdl) {
-    std::string s = Fill(t, schema);
+    std::string s = FillSchema(t, schema);
     const std::string_view tok = "$TOKEN$";
     if (const size_t at = s.find(tok); at != std::string::npos) {
       s.replace(at, tok.size(), std::string("'") + kPostgresSchemaToken + "'");

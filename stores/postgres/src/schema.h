@@ -23,12 +23,16 @@
 #include <string_view>
 #include <vector>
 
+#include "mqlite/postgres.h"
 #include "mqlite/status.h"
 #include "pg_conn.h"
 
 namespace mqlite::pg_internal {
 
-extern const char* const kPostgresSchemaToken;  // "mqlite-postgres-1"
+using ::mqlite::kPostgresSchemaToken;  // "mqlite-postgres-1" (mqlite/postgres.h)
+
+// `tmpl` with every "{s}" replaced by `schema` (a checked name).
+std::string FillSchema(std::string_view tmpl, std::string_view schema);
 
 // A schema name the store accepts: 1–63 bytes of [a-z0-9_], not starting
 // with a digit (so it never needs quoting). InvalidArgument otherwise.

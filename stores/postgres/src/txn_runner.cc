@@ -38,6 +38,7 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
     if (counters) counters->attempts = attempt;
     MQLITE_ASSIGN_OR_RETURN(PgPool::Lease lease, pool.Acquire(options, what));
     PgConn& c = *lease;
+    c.MarkAttempt();
     const Status s = [&]() -> Status {
       MQLITE_RETURN_IF_ERROR(c.Simple(read_only ? "BEGIN READ ONLY" : "BEGIN", "BEGIN"));
       if (has_deadline) {
@@ -62,7 +63,13 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
     if (s.ok()) return s;
     // The failure's kind, if it was the connection's own (a body may also
     // fail on its own terms, which is never retried).
-    const Failure failure = s == c.last_error().status ? c.last_error().failure : Failure::kOther;
+    // A body that saw a deadlock or serialization failure (perhaps inside a
+    // savepoint, perhaps wrapped in context by the engine) and then failed
+    // failed because of it: rerunning is what would have succeeded.
+    Failure failure = s == c.last_error().status ? c.last_error().failure : Failure::kOther;
+    if (failure == Failure::kOther && c.attempt_failure() != Failure::kNone) {
+      failure = c.attempt_failure();
+    }
     if (!c.broken() && c.txn_status() != PQTRANS_IDLE) c.Rollback();
     if (c.broken() || failure == Failure::kLostAfter) lease.Discard();
     const bool again = options.rerunnable && attempt < kMaxAttempts &&

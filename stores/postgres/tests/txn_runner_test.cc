@@ -82,6 +82,27 @@ TEST_F(TxnRunnerTest, Spec10_RerunnableBodyRunsAgainAfterSerializationFailureOrD
   }
 }
 
+// The engine runs group-commit members in savepoints and wraps errors in
+// context: a body that met a deadlock inside a savepoint, rolled the
+// savepoint back (a later statement succeeding) and then failed with a
+// status of its own still failed because of the deadlock, and reruns.
+TEST_F(TxnRunnerTest, Spec10_ADeadlockSwallowedInASavepointStillReruns) {
+  int runs = 0;
+  MQ_EXPECT_OK(RunTransaction(*pool_, RunOptions{}, false, "CompleteBatch",
+                              [&](PgConn& c) -> Status {
+                                ++runs;
+                                MQLITE_RETURN_IF_ERROR(Insert(c, 1));
+                                if (runs > 1) return Status::OK();
+                                MQLITE_RETURN_IF_ERROR(c.Simple("SAVEPOINT sp", "savepoint"));
+                                const Status member = Raise(c, "40P01");
+                                MQLITE_RETURN_IF_ERROR(c.Simple("ROLLBACK TO SAVEPOINT sp", "rb"));
+                                return Status::Unavailable("member 2: " +
+                                                           std::string(member.message()));
+                              }));
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(Rows(), 1);
+}
+
 // A Tx body (application code) is never rerun: the failure comes back.
 TEST_F(TxnRunnerTest, Spec10_ATxBodyIsNeverRerun) {
   RunOptions tx;

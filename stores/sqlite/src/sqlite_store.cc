@@ -155,43 +155,6 @@ Status ToStatus(int rc, sqlite3* db, std::string_view what) {
   }
 }
 
-// Properties are stored as repeated (u32 key length, key, u32 value length,
-// value), little-endian; NULL when empty.
-std::string EncodeProperties(const std::map<std::string, std::string>& props) {
-  std::string out;
-  auto put = [&](const std::string& s) {
-    uint32_t n = static_cast<uint32_t>(s.size());
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-    out += s;
-  };
-  for (const auto& [k, v] : props) {
-    put(k);
-    put(v);
-  }
-  return out;
-}
-
-Status DecodeProperties(std::string_view in, std::map<std::string, std::string>* out) {
-  out->clear();
-  size_t pos = 0;
-  auto get = [&](std::string* s) -> bool {
-    if (in.size() - pos < 4) return false;
-    uint32_t n = 0;
-    for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<uint8_t>(in[pos + i])) << (8 * i);
-    pos += 4;
-    if (in.size() - pos < n) return false;
-    s->assign(in.substr(pos, n));
-    pos += n;
-    return true;
-  };
-  while (pos < in.size()) {
-    std::string k, v;
-    if (!get(&k) || !get(&v)) return Status::Corruption("malformed properties blob");
-    (*out)[std::move(k)] = std::move(v);
-  }
-  return Status::OK();
-}
-
 class Conn;
 
 // A cached prepared statement in use: binds left to right, resets on scope
@@ -365,7 +328,7 @@ Result<Message> ReadMessage(const Query& q, const std::string& queue_name) {
   m.subject = q.ColOptBytes(14);
   m.correlation_id = q.ColOptBytes(15);
   m.content_type = q.ColOptBytes(16);
-  if (!q.IsNull(17)) MQLITE_RETURN_IF_ERROR(DecodeProperties(q.ColBytes(17), &m.properties));
+  if (!q.IsNull(17)) MQLITE_RETURN_IF_ERROR(DecodePropertyBlob(q.ColBytes(17), &m.properties));
   m.body = q.ColBytes(18);
   return m;
 }
@@ -501,7 +464,7 @@ class SqliteTxn final : public StoreTxn {
       if (m.properties.empty()) {
         ins.Null();
       } else {
-        ins.Bytes(EncodeProperties(m.properties));
+        ins.Bytes(EncodePropertyBlob(m.properties));
       }
       ins.Bytes(m.body).Int(static_cast<int64_t>(m.body.size()));
       MQLITE_RETURN_IF_ERROR(ins.Exec());

@@ -1,0 +1,46 @@
+// The PostgreSQL store: a shared store (SPEC §9) — many engines in many
+// processes on one database, every table in a PostgreSQL schema of its own.
+// Design, concurrency rules, durability and the native handle's rules:
+// docs/postgres-store.md.
+#ifndef MQLITE_POSTGRES_H_
+#define MQLITE_POSTGRES_H_
+
+#include <memory>
+#include <string>
+
+#include "mqlite/status.h"
+#include "mqlite/store.h"
+#include "mqlite/types.h"
+
+typedef struct pg_conn PGconn;  // from <libpq-fe.h>; this header does not include it
+
+namespace mqlite {
+
+class TxContext;
+
+struct PostgresOptions {
+  std::string url;                 // libpq URI or key=value string
+  std::string schema = "mqlite";   // 1–63 bytes of [a-z0-9_]; created if missing
+  int pool_size = 8;               // connections for transactions (≥ 1)
+  // normal and full: synchronous_commit=on; process_only: off (a server
+  // crash may lose the last commits, never corrupts).
+  Durability durability = Durability::kNormal;
+  bool change_feed = true;  // LISTEN/NOTIFY wake-ups across engines
+};
+
+// The schema version token this build writes and accepts (SPEC §10).
+extern const char* const kPostgresSchemaToken;
+
+// Connects, builds the schema if missing (once, under an advisory lock) and
+// checks its token. Refused with nothing changed: InvalidArgument (options),
+// Unavailable (server unreachable, login refused), SchemaVersionMismatch.
+Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options);
+
+// The PGconn* of a running Tx (SPEC §8), inside the Tx's transaction: never
+// BEGIN/COMMIT/ROLLBACK through it, never keep it. InvalidArgument on another
+// kind of store or after the callback returned.
+Result<PGconn*> PostgresHandle(TxContext& tx);
+
+}  // namespace mqlite
+
+#endif  // MQLITE_POSTGRES_H_

@@ -1,0 +1,1137 @@
+// The PostgreSQL store (mqlite/postgres.h; design: docs/postgres-store.md).
+//
+// Built on the lower half in this directory: a pool of PgConns (pool.h),
+// one transaction per Run with the SPEC §10 retry rules (txn_runner.h), the
+// layout (schema.h) and every statement (queries.h). What this file adds is
+// the StoreTxn contract on top, under the shared-store rules of spec.md §9:
+//
+// - Group membership changes (insert into a group, delete, dead-letter,
+//   expiry, redrive into a group) first take the group's advisory
+//   transaction lock, then read members. User calls wait for it (a Send, a
+//   Complete); a Claim or a maintenance step only tries it and skips the
+//   group when it is busy.
+// - Locks are taken group first, then row (Settle reads the row's immutable
+//   group key without a lock, locks the group, then re-reads the row FOR
+//   UPDATE); a batch of sends locks its groups in key order. So the store's
+//   own transactions do not deadlock on each other except when group commit
+//   puts two unrelated calls in one transaction — then PostgreSQL's deadlock
+//   detector breaks it and the body reruns (serialisation failure rules).
+// - Every transition compares-and-sets the state, token and lease it read
+//   (MQ_CAS); a maintenance step that loses the race skips the row.
+// - Dedup keys and attempt ids take an advisory transaction lock on the key
+//   before they are read (FindDedup, FindAttempt), so two engines never both
+//   miss one.
+#include <poll.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "mqlite/change_feed.h"
+#include "mqlite/postgres.h"
+#include "mqlite/store_util.h"
+#include "pg_conn.h"
+#include "pool.h"
+#include "queries.h"
+#include "schema.h"
+#include "txn_runner.h"
+
+namespace mqlite {
+
+Result<PGconn*> PostgresHandle(TxContext& tx) {
+  return NativeHandleAs<PGconn>(tx, "PGconn", "PostgresHandle");
+}
+
+namespace pg_internal {
+namespace {
+
+constexpr int kActive = static_cast<int>(MessageState::kActive);
+constexpr int kLocked = static_cast<int>(MessageState::kLocked);
+constexpr int kDeferred = static_cast<int>(MessageState::kDeferred);
+constexpr int kScheduled = static_cast<int>(MessageState::kScheduled);
+constexpr int kDead = static_cast<int>(MessageState::kDeadLettered);
+
+// An advisory lock key: FNV-1a over (kind, schema, id, key). Kinds: 'g'
+// group membership, 'd' dedup key, 'a' attempt id, 'm' queue maintenance,
+// 'e' engine registration. A collision only serialises two unrelated
+// things; it never breaks one.
+int64_t LockKey(char kind, std::string_view schema, int64_t id, std::string_view key = {}) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  };
+  mix(&kind, 1);
+  mix(schema.data(), schema.size());
+  mix("", 1);
+  mix(&id, sizeof id);
+  mix(key.data(), key.size());
+  return static_cast<int64_t>(h);
+}
+
+std::string TokenBytes(const LockToken& t) {
+  return std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+}
+
+LockToken ReadToken(const PgResult& r, int row, int col) {
+  LockToken t;
+  if (r.null(row, col)) return t;
+  const std::string b = r.bytes(row, col);
+  std::memcpy(t.bytes.data(), b.data(), std::min(b.size(), t.bytes.size()));
+  return t;
+}
+
+Result<Message> ReadMessage(const PgResult& r, int i, const std::string& queue_name) {
+  Message m;
+  m.seq = r.i64(i, 0);
+  m.queue = queue_name;
+  m.state = static_cast<MessageState>(r.i64(i, 1));
+  m.priority = static_cast<int>(r.i64(i, 2));
+  m.enqueued_at = r.i64(i, 3);
+  m.visible_at = r.i64(i, 4);
+  m.expires_at = r.i64(i, 5);
+  m.delivery_count = static_cast<int32_t>(r.i64(i, 6));
+  m.locked_until = r.i64(i, 7);
+  m.lock_token = ReadToken(r, i, 8);
+  m.dead_lettered_at = r.i64(i, 9);
+  m.dead_letter_reason = r.opt_bytes(i, 10);
+  m.dead_letter_description = r.opt_bytes(i, 11);
+  m.message_id = r.opt_bytes(i, 12);
+  m.group_id = r.opt_bytes(i, 13);
+  m.subject = r.opt_bytes(i, 14);
+  m.correlation_id = r.opt_bytes(i, 15);
+  m.content_type = r.opt_bytes(i, 16);
+  if (!r.null(i, 17)) MQLITE_RETURN_IF_ERROR(DecodePropertyBlob(r.bytes(i, 17), &m.properties));
+  m.body = r.bytes(i, 18);
+  return m;
+}
+
+QueueRecord ReadQueue(const PgResult& r, int i) {
+  QueueRecord q;
+  q.id = r.i64(i, 0);
+  q.config.name = std::string(r.text(i, 1));
+  q.config.lock_duration_ms = r.i64(i, 2);
+  q.config.max_delivery_count = static_cast<int32_t>(r.i64(i, 3));
+  q.config.default_ttl_ms = r.i64(i, 4);
+  q.config.dead_letter_on_expire = r.boolean(i, 5);
+  q.config.dedup_window_ms = r.i64(i, 6);
+  q.config.ordering = static_cast<Ordering>(r.i64(i, 7));
+  q.config.dlq_max_age_ms = r.i64(i, 8);
+  q.config.dlq_max_count = r.i64(i, 9);
+  q.config.dlq_max_bytes = r.i64(i, 10);
+  q.config.max_message_bytes = r.i64(i, 11);
+  return q;
+}
+
+// What settle and maintenance decisions read (MQ_REF_COLS): the facts the
+// queue rules need, plus headship and what the CAS compares.
+struct RowRef : RowFacts {
+  int64_t seq = 0;
+  bool is_head = false;
+  bool has_token = false;  // lock_token is not NULL
+  std::optional<std::string> group_key;
+  int64_t body_size = 0;
+};
+
+const RowFacts* Facts(const std::optional<RowRef>& row) { return row ? &*row : nullptr; }
+
+RowRef ReadRef(const PgResult& r, int i) {
+  RowRef x;
+  x.seq = r.i64(i, 0);
+  x.state = static_cast<MessageState>(r.i64(i, 1));
+  x.is_head = r.boolean(i, 2);
+  x.group_key = r.opt_bytes(i, 3);
+  x.body_size = r.i64(i, 4);
+  x.expires_at = r.i64(i, 5);
+  x.delivery_count = static_cast<int32_t>(r.i64(i, 6));
+  x.locked_until = r.i64(i, 7);
+  x.has_token = !r.null(i, 8);
+  x.token = ReadToken(r, i, 8);
+  return x;
+}
+
+std::vector<RowRef> ReadRefs(const PgResult& r) {
+  std::vector<RowRef> out;
+  out.reserve(static_cast<size_t>(r.rows()));
+  for (int i = 0; i < r.rows(); ++i) out.push_back(ReadRef(r, i));
+  return out;
+}
+
+// Queue names are validated by the engine to a printable-ASCII alphabet; a
+// name outside it cannot exist and is not sent (text parameters must be
+// valid in the server's encoding, and a refused one would abort the
+// transaction).
+bool PlausibleQueueName(std::string_view name) {
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return c > 0x20 && static_cast<unsigned char>(c) < 0x7f; });
+}
+
+class PgTxn final : public StoreTxn {
+ public:
+  PgTxn(PgConn& conn, const PgQueries& q, const std::string& schema)
+      : c_(conn), q_(q), schema_(schema) {}
+
+  // ---- Queues ----
+
+  Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
+    auto existing = GetQueue(cfg.name);
+    if (existing) {
+      if (existing->config.ordering != cfg.ordering) {
+        MQLITE_ASSIGN_OR_RETURN(PgResult any, X(Q::kQueueHasMessages, PgParams().I(existing->id)));
+        MQLITE_RETURN_IF_ERROR(CheckOrderingChange(existing->config, cfg, any.rows() > 0));
+      }
+      MQLITE_RETURN_IF_ERROR(X(Q::kUpdateQueue, Config(cfg).I(existing->id)).status());
+      if (created) *created = false;
+      return QueueRecord{existing->id, cfg};
+    }
+    if (existing.error().code() != StatusCode::kQueueNotFound) return existing.error();
+    MQLITE_ASSIGN_OR_RETURN(PgResult ins, X(Q::kInsertQueue, Config(cfg).Text(cfg.name).I(now)));
+    if (ins.rows() == 1) {
+      if (created) *created = true;
+      return QueueRecord{ins.i64(0, 0), cfg};
+    }
+    // Another engine created the name since GetQueue looked: its queue
+    // stands, as the engine's create-if-absent would have left it.
+    if (created) *created = false;
+    return GetQueue(cfg.name);
+  }
+
+  Result<QueueRecord> GetQueue(std::string_view name) override {
+    if (PlausibleQueueName(name)) {
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kGetQueue, PgParams().Text(name)));
+      if (r.rows() == 1) return ReadQueue(r, 0);
+    }
+    return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
+  }
+
+  Result<std::vector<QueueRecord>> ListQueues() override {
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kListQueues, PgParams()));
+    std::vector<QueueRecord> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(ReadQueue(r, i));
+    return out;
+  }
+
+  // The queue row goes first: a send in flight elsewhere holds it FOR KEY
+  // SHARE, so this waits for that send to commit and then deletes its
+  // message too; a later send finds no queue.
+  Status DeleteQueue(const QueueRecord& queue) override {
+    MQLITE_RETURN_IF_ERROR(X(Q::kDeleteQueueRow, PgParams().I(queue.id)).status());
+    return X(Q::kDeleteQueueMessages, PgParams().I(queue.id)).status();
+  }
+
+  // ---- Enqueue ----
+
+  Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
+                                       std::span<const EnqueueItem> items) override {
+    // Every group this batch joins, locked up front in key order.
+    std::vector<int64_t> keys;
+    for (const EnqueueItem& it : items) {
+      if (it.group_key) keys.push_back(GroupLock(queue.id, *it.group_key));
+    }
+    if (keys.size() == 1) {
+      MQLITE_RETURN_IF_ERROR(X(Q::kXactLock, PgParams().I(keys[0])).status());
+    } else if (!keys.empty()) {
+      MQLITE_RETURN_IF_ERROR(X(Q::kXactLockMany, PgParams().Text(IntArray(keys))).status());
+    }
+    std::vector<int64_t> seqs;
+    seqs.reserve(items.size());
+    for (const EnqueueItem& it : items) {
+      const OutgoingMessage& m = *it.message;
+      bool head = true;
+      if (it.group_key) {
+        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(queue.id, *it.group_key));
+        head = !live;
+      }
+      PgParams p;
+      p.I(queue.id)
+          .I(static_cast<int>(it.state))
+          .Bool(head)
+          .I(m.priority)
+          .OptBytes(it.group_key)
+          .I(it.enqueued_at)
+          .I(it.visible_at)
+          .I(it.expires_at)
+          .OptBytes(m.message_id)
+          .OptBytes(m.group_id)
+          .OptBytes(m.subject)
+          .OptBytes(m.correlation_id)
+          .OptBytes(m.content_type);
+      if (m.properties.empty()) {
+        p.Null();
+      } else {
+        p.Bytes(EncodePropertyBlob(m.properties));
+      }
+      p.Bytes(m.body).I(static_cast<int64_t>(m.body.size()));
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kInsertMessage, p));
+      if (r.rows() != 1) {
+        return Status::QueueNotFound("queue '" + queue.config.name + "' was deleted");
+      }
+      seqs.push_back(r.i64(0, 0));
+    }
+    return seqs;
+  }
+
+  Status CancelScheduled(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LockRow(queue, seq, /*group=*/true));
+    MQLITE_RETURN_IF_ERROR(CheckCancelScheduled(Facts(row), seq));
+    return Must(Remove(queue, *row), "cancel");
+  }
+
+  // ---- Claim ----
+
+  Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
+    MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
+    std::vector<Message> out;
+    const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
+    std::set<int64_t> skipped;           // locked by this claim, not taken (group busy or taken)
+    std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
+    while (static_cast<int>(out.size()) < req.max_messages) {
+      const int64_t limit = req.max_messages - static_cast<int64_t>(out.size()) +
+                            static_cast<int64_t>(skipped.size());
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kClaimCandidates, PgParams().I(queue.id).I(limit)));
+      const std::vector<RowRef> cands = ReadRefs(r);
+      bool progressed = false, newly_skipped = false;
+      for (const RowRef& c : cands) {
+        if (static_cast<int>(out.size()) >= req.max_messages) break;
+        if (skipped.count(c.seq)) continue;
+        if (c.group_key && taken_groups.count(*c.group_key)) {
+          skipped.insert(c.seq);  // widens the next query by one
+          newly_skipped = true;
+          continue;
+        }
+        const Verdict v = DecideClaim(c, queue.config, req.now);
+        const bool leaves_group = v.action != Verdict::Action::kDeliver || !peek_lock;
+        if (leaves_group && c.group_key) {
+          // Its group's membership changes: only if no one else is changing
+          // it right now (spec.md §9: a claim skips a busy group).
+          MQLITE_ASSIGN_OR_RETURN(bool got, TryGroupLock(queue.id, *c.group_key));
+          if (!got) {
+            skipped.insert(c.seq);
+            newly_skipped = true;
+            continue;
+          }
+        }
+        progressed = true;
+        if (v.action != Verdict::Action::kDeliver) {
+          MQLITE_RETURN_IF_ERROR(Must(Apply(queue, c, v, req.now), "claim"));
+          // A promoted next member may outrank the rest of this chunk.
+          if (c.group_key) break;
+          continue;
+        }
+        if (peek_lock) {
+          MQLITE_ASSIGN_OR_RETURN(
+              PgResult u, X(Q::kLockMessage, PgParams()
+                                                 .I(c.seq)
+                                                 .I(kActive)
+                                                 .Bytes(TokenBytes(req.tokens[out.size()]))
+                                                 .I(req.locked_until)));
+          if (u.rows() != 1) return Status::Internal("claim: a locked candidate changed");
+          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, 0, queue.config.name));
+          out.push_back(std::move(m));
+        } else {
+          MQLITE_ASSIGN_OR_RETURN(PgResult d, X(Q::kDeleteReturning, PgParams().I(c.seq)));
+          if (d.rows() != 1) return Status::Internal("claim: a locked candidate vanished");
+          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(d, 0, queue.config.name));
+          m.delivery_count += 1;
+          m.state = MessageState::kActive;
+          m.lock_token = LockToken{};
+          m.locked_until = 0;
+          out.push_back(std::move(m));
+          if (c.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *c.group_key));
+        }
+        if (c.group_key) taken_groups.insert(*c.group_key);
+      }
+      if (!progressed && (!newly_skipped || cands.size() < static_cast<size_t>(limit))) break;
+    }
+    return out;
+  }
+
+  Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq, const LockToken& token,
+                                int64_t now, int64_t locked_until) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LockRow(queue, seq, /*group=*/false));
+    MQLITE_RETURN_IF_ERROR(CheckClaimDeferred(Facts(row), queue.config, seq, now));
+    MQLITE_ASSIGN_OR_RETURN(
+        PgResult u,
+        X(Q::kLockMessage,
+          PgParams().I(seq).I(kDeferred).Bytes(TokenBytes(token)).I(locked_until)));
+    if (u.rows() != 1) return Status::Internal("claim deferred: the locked row changed");
+    return ReadMessage(u, 0, queue.config.name);
+  }
+
+  // ---- Settle ----
+
+  Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
+    // Complete, Reject and Abandon (which may dead-letter) can change the
+    // group's membership: group lock first. Defer and Renew cannot.
+    const bool membership = req.op == SettleOp::kComplete || req.op == SettleOp::kReject ||
+                            req.op == SettleOp::kAbandon;
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LockRow(queue, req.seq, membership));
+    MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Facts(row), queue.config, req));
+    MQLITE_RETURN_IF_ERROR(Must(Apply(queue, *row, v, req.now), "settle"));
+    return SettleResultOf(v);
+  }
+
+  // ---- Inspection and DLQ ----
+
+  Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {
+    std::vector<Message> out;
+    for (int s = kActive; s <= kDead; ++s) {  // one seek per state, merged by seq
+      if (o.state && static_cast<int>(*o.state) != s) continue;
+      MQLITE_ASSIGN_OR_RETURN(
+          PgResult r,
+          X(Q::kPeekState, PgParams().I(queue.id).I(s).I(o.from_seq).I(o.max_messages)));
+      for (int i = 0; i < r.rows(); ++i) {
+        MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(r, i, queue.config.name));
+        out.push_back(std::move(m));
+      }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Message& a, const Message& b) { return a.seq < b.seq; });
+    if (out.size() > static_cast<size_t>(o.max_messages)) out.resize(o.max_messages);
+    return out;
+  }
+
+  Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) override {
+    QueueStats st;
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kStatsCounts, PgParams().I(queue.id)));
+    for (int i = 0; i < r.rows(); ++i) {
+      const int64_t n = r.i64(i, 1);
+      switch (static_cast<int>(r.i64(i, 0))) {
+        case kActive: st.active = n; break;
+        case kLocked: st.locked = n; break;
+        case kDeferred: st.deferred = n; break;
+        case kScheduled: st.scheduled = n; break;
+        case kDead: st.dead_lettered = n; break;
+        default: return Status::Corruption("message with unknown state");
+      }
+      st.total += n;
+      st.body_bytes += r.i64(i, 2);
+    }
+    // Oldest claimable: three bounded walks (see the SQLite store).
+    const int64_t cap = kStatsProbeLimit + 1;
+    std::optional<int64_t> oldest;
+    auto consider = [&](const PgResult& w, bool first_only) {
+      for (int i = 0; i < w.rows(); ++i) {
+        RowFacts f;
+        f.expires_at = w.i64(i, 1);
+        f.delivery_count = static_cast<int32_t>(w.i64(i, 2));
+        if (!w.boolean(i, 3) || !WouldDeliver(f, queue.config, now)) continue;
+        const int64_t enq = w.i64(i, 0);
+        if (!oldest || enq < *oldest) oldest = enq;
+        if (first_only) return;
+      }
+    };
+    MQLITE_ASSIGN_OR_RETURN(PgResult a, X(Q::kOldestActiveHeads, PgParams().I(queue.id).I(cap)));
+    consider(a, true);
+    MQLITE_ASSIGN_OR_RETURN(PgResult d,
+                            X(Q::kDueScheduled, PgParams().I(queue.id).I(now).I(cap)));
+    consider(d, false);
+    MQLITE_ASSIGN_OR_RETURN(PgResult l,
+                            X(Q::kLapsedLeases, PgParams().I(queue.id).I(now).I(cap)));
+    consider(l, false);
+    if (oldest) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - *oldest);
+    return st;
+  }
+
+  Result<int64_t> Redrive(const QueueRecord& queue, const QueueRecord& target,
+                          const RedriveOptions& o, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::vector<RowRef> rows,
+                            OldestDead(queue.id, now - o.older_than_ms, o.max_messages));
+    int64_t moved = 0;
+    for (const RowRef& r : rows) {
+      MQLITE_ASSIGN_OR_RETURN(PgResult g, X(Q::kGetGroupId, PgParams().I(r.seq)));
+      if (g.rows() != 1) continue;
+      const std::optional<RedrivePlan> plan = PlanRedrive(g.opt_bytes(0, 0), target.config, now);
+      if (!plan) continue;
+      bool head = true;
+      if (plan->group_key) {
+        MQLITE_RETURN_IF_ERROR(
+            X(Q::kXactLock, PgParams().I(GroupLock(target.id, *plan->group_key))).status());
+        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(target.id, *plan->group_key));
+        head = !live;
+      }
+      MQLITE_RETURN_IF_ERROR(X(Q::kRedriveInsert, PgParams()
+                                                      .I(target.id)
+                                                      .Bool(head)
+                                                      .OptBytes(plan->group_key)
+                                                      .I(plan->visible_at)
+                                                      .I(plan->expires_at)
+                                                      .I(r.seq))
+                                 .status());
+      MQLITE_RETURN_IF_ERROR(Must(Remove(queue, r), "redrive"));
+      ++moved;
+    }
+    return moved;
+  }
+
+  Result<int64_t> PurgeDeadLetters(const QueueRecord& queue, const PurgeOptions& o,
+                                   int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::vector<RowRef> rows,
+                            OldestDead(queue.id, now - o.older_than_ms, o.max_messages));
+    for (const RowRef& r : rows) MQLITE_RETURN_IF_ERROR(Must(Remove(queue, r), "purge"));
+    return static_cast<int64_t>(rows.size());
+  }
+
+  // ---- Operator paths ----
+
+  Status DeadLetterMessage(const QueueRecord& queue, int64_t seq, std::string_view reason,
+                           const std::optional<std::string>& description, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LockRow(queue, seq, /*group=*/true));
+    MQLITE_RETURN_IF_ERROR(CheckDeadLetterMessage(Facts(row), seq));
+    return Must(DeadLetter(queue, *row, reason, description, now), "dead-letter");
+  }
+
+  Status DeleteMessage(const QueueRecord& queue, int64_t seq) override {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LockRow(queue, seq, /*group=*/true));
+    MQLITE_RETURN_IF_ERROR(CheckDeleteMessage(Facts(row), seq));
+    return Must(Remove(queue, *row), "delete");
+  }
+
+  // ---- Maintenance ----
+  // Safe to run in every engine at once: rows are chosen without locks,
+  // each transition is a CAS, and a step that would change a group's
+  // membership only tries the group's lock. A row lost to another
+  // transaction is skipped and not counted.
+
+  Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    MQLITE_ASSIGN_OR_RETURN(PgResult r,
+                            X(Q::kPromoteDue, PgParams().I(queue.id).I(now).I(limit)));
+    return r.affected();
+  }
+
+  Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
+                               int64_t limit) override {
+    MQLITE_ASSIGN_OR_RETURN(
+        PgResult r,
+        X(Q::kExpiredLeases, PgParams().I(queue.id).I(all_locked ? INT64_MAX : now).I(limit)));
+    int64_t n = 0;
+    for (const RowRef& row : ReadRefs(r)) {
+      MQLITE_ASSIGN_OR_RETURN(bool done, MaintainRow(queue, row, DecideReclaim(row, queue.config),
+                                                     now));
+      n += done ? 1 : 0;
+    }
+    return n;
+  }
+
+  Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    MQLITE_ASSIGN_OR_RETURN(PgResult r,
+                            X(Q::kExpiredTtl, PgParams().I(queue.id).I(now).I(limit)));
+    const Verdict v = DecideExpire(queue.config);
+    int64_t n = 0;
+    for (const RowRef& row : ReadRefs(r)) {
+      MQLITE_ASSIGN_OR_RETURN(bool done, MaintainRow(queue, row, v, now));
+      n += done ? 1 : 0;
+    }
+    return n;
+  }
+
+  Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& b, int64_t now,
+                                   int64_t limit) override {
+    if (!RetentionPass::Bounded(b)) return 0;
+    MQLITE_ASSIGN_OR_RETURN(PgResult t, X(Q::kDlqTotals, PgParams().I(queue.id)));
+    RetentionPass pass(b, now, t.i64(0, 0), t.i64(0, 1));
+    MQLITE_ASSIGN_OR_RETURN(PgResult r,
+                            X(Q::kRetentionCandidates, PgParams().I(queue.id).I(limit)));
+    int64_t n = 0;
+    for (int i = 0; i < r.rows(); ++i) {
+      const RowRef row = ReadRef(r, i);
+      if (!pass.Evict(r.i64(i, 9), row.body_size)) break;  // oldest first
+      MQLITE_ASSIGN_OR_RETURN(bool done, Remove(queue, row));
+      n += done ? 1 : 0;
+    }
+    return n;
+  }
+
+  // ---- Idempotency records ----
+
+  Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& queue, std::string_view key,
+                                               int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(
+        X(Q::kXactLock, PgParams().I(LockKey('d', schema_, queue.id, key))).status());
+    MQLITE_ASSIGN_OR_RETURN(PgResult r,
+                            X(Q::kFindDedup, PgParams().I(queue.id).Bytes(key).I(now)));
+    if (r.rows() == 0) return std::optional<DedupRecord>();
+    return std::optional<DedupRecord>(DedupRecord{r.i64(0, 0), r.bytes(0, 1), r.i64(0, 2)});
+  }
+
+  Status PutDedup(const QueueRecord& queue, std::string_view key, const DedupRecord& d) override {
+    return X(Q::kPutDedup,
+             PgParams().I(queue.id).Bytes(key).I(d.seq).Bytes(d.body_hash).I(d.expires_at))
+        .status();
+  }
+
+  Result<bool> FindReceipt(std::string_view key, int64_t now) override {
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kFindReceipt, PgParams().Bytes(key).I(now)));
+    return r.rows() > 0;
+  }
+
+  Status PutReceipt(std::string_view key, int64_t expires_at) override {
+    return X(Q::kPutReceipt, PgParams().Bytes(key).I(expires_at)).status();
+  }
+
+  Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
+    MQLITE_RETURN_IF_ERROR(X(Q::kXactLock, PgParams().I(LockKey('a', schema_, 0, id))).status());
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kFindAttempt, PgParams().Bytes(id).I(now)));
+    if (r.rows() == 0) return std::optional<AttemptRecord>();
+    return std::optional<AttemptRecord>(AttemptRecord{
+        r.i64(0, 0), static_cast<ReceiveMode>(r.i64(0, 1)), r.bytes(0, 2), r.i64(0, 3)});
+  }
+
+  Status PutAttempt(std::string_view id, const AttemptRecord& a) override {
+    return X(Q::kPutAttempt, PgParams()
+                                 .Bytes(id)
+                                 .I(a.queue_id)
+                                 .I(static_cast<int>(a.mode))
+                                 .Bytes(a.payload)
+                                 .I(a.expires_at))
+        .status();
+  }
+
+  Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
+    int64_t total = 0;
+    for (Q q : {Q::kDropDedup, Q::kDropReceipts, Q::kDropAttempts}) {
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(q, PgParams().I(now).I(limit)));
+      total += r.affected();
+    }
+    return total;
+  }
+
+  // ---- Savepoints, native handle ----
+
+  Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
+    MQLITE_RETURN_IF_ERROR(c_.Simple("SAVEPOINT mqlite_sp", "savepoint"));
+    Status s = body(*this);
+    if (s.ok()) {
+      if (c_.txn_status() == PQTRANS_INERROR) {
+        s = Status::Internal("savepoint: a statement failed inside it and the body carried on");
+      } else {
+        return c_.Simple("RELEASE SAVEPOINT mqlite_sp", "release savepoint");
+      }
+    }
+    if (Status r = c_.Simple("ROLLBACK TO SAVEPOINT mqlite_sp", "roll back to savepoint");
+        !r.ok()) {
+      return r;
+    }
+    (void)c_.Simple("RELEASE SAVEPOINT mqlite_sp", "release savepoint");
+    return s;
+  }
+
+  void* NativeHandle() override { return c_.raw(); }
+
+  Status CheckNativeTxnOpen() override {
+    if (c_.txn_status() == PQTRANS_IDLE) {
+      return Status::InvalidArgument(
+          "Tx: the transaction was committed or rolled back through the native PGconn handle; "
+          "statements run after that were not part of the Tx (SPEC §8: never COMMIT or ROLLBACK "
+          "inside the callback)");
+    }
+    return Status::OK();
+  }
+
+ private:
+  Result<PgResult> X(Q q, const PgParams& p) { return c_.Exec(q_[q], p); }
+
+  static std::string IntArray(const std::vector<int64_t>& v) {
+    std::string s = "{";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "}";
+  }
+
+  PgParams Config(const QueueConfig& c) {
+    PgParams p;
+    p.I(c.lock_duration_ms)
+        .I(c.max_delivery_count)
+        .I(c.default_ttl_ms)
+        .Bool(c.dead_letter_on_expire)
+        .I(c.dedup_window_ms)
+        .I(static_cast<int>(c.ordering))
+        .I(c.dlq_max_age_ms)
+        .I(c.dlq_max_count)
+        .I(c.dlq_max_bytes)
+        .I(c.max_message_bytes);
+    return p;
+  }
+
+  // The CAS prefix of a transition on `r` ($1–$4 of MQ_CAS).
+  static PgParams Cas(const RowRef& r) {
+    PgParams p;
+    p.I(r.seq).I(static_cast<int>(r.state));
+    if (r.has_token) {
+      p.Bytes(TokenBytes(r.token));
+    } else {
+      p.Null();
+    }
+    p.I(r.locked_until);
+    return p;
+  }
+
+  int64_t GroupLock(int64_t queue_id, const std::string& key) const {
+    return LockKey('g', schema_, queue_id, key);
+  }
+
+  Result<bool> TryGroupLock(int64_t queue_id, const std::string& key) {
+    MQLITE_ASSIGN_OR_RETURN(PgResult r,
+                            X(Q::kXactTryLock, PgParams().I(GroupLock(queue_id, key))));
+    return r.boolean(0, 0);
+  }
+
+  // Message `seq` of this queue, locked FOR UPDATE; nullopt if absent. With
+  // `group`, a grouped message's group lock is taken first (lock order:
+  // group, then row).
+  Result<std::optional<RowRef>> LockRow(const QueueRecord& queue, int64_t seq, bool group) {
+    if (group) {
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kLoadRef, PgParams().I(seq).I(queue.id)));
+      if (r.rows() == 0) return std::optional<RowRef>();
+      const RowRef peek = ReadRef(r, 0);
+      if (peek.group_key) {  // a row's group key never changes
+        MQLITE_RETURN_IF_ERROR(
+            X(Q::kXactLock, PgParams().I(GroupLock(queue.id, *peek.group_key))).status());
+      }
+    }
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kLoadRefForUpdate, PgParams().I(seq).I(queue.id)));
+    if (r.rows() == 0) return std::optional<RowRef>();
+    return std::optional<RowRef>(ReadRef(r, 0));
+  }
+
+  Result<bool> GroupHasLiveMember(int64_t queue_id, const std::string& key) {
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kGroupHasLive, PgParams().I(queue_id).Bytes(key)));
+    return r.rows() > 0;
+  }
+
+  // The lowest-seq live member becomes the head (its group lock is held).
+  Status PromoteNext(int64_t queue_id, const std::string& key) {
+    return X(Q::kPromoteNextHead, PgParams().I(queue_id).Bytes(key)).status();
+  }
+
+  // A transition the caller holds the row (and group) lock for must apply.
+  static Status Must(Result<bool> applied, std::string_view what) {
+    if (!applied.ok()) return applied.status();
+    if (!*applied) {
+      return Status::Internal(std::string(what) + ": the row changed under this transaction's lock");
+    }
+    return Status::OK();
+  }
+
+  // Deletes `r` if it is still as read; hands headship on if it had it as it
+// went. False: it changed.
+  Result<bool> Remove(const QueueRecord& queue, const RowRef& r) {
+    MQLITE_ASSIGN_OR_RETURN(PgResult d, X(Q::kCasDelete, Cas(r)));
+    if (d.rows() == 0) return false;
+    if (d.boolean(0, 0) && r.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *r.group_key));
+    return true;
+  }
+
+  Result<bool> DeadLetter(const QueueRecord& queue, const RowRef& r, std::string_view reason,
+                          const std::optional<std::string>& description, int64_t now) {
+    MQLITE_ASSIGN_OR_RETURN(PgResult u,
+                            X(Q::kCasDeadLetter, Cas(r).I(now).Bytes(reason).OptBytes(description)));
+    if (u.rows() == 0) return false;
+    if (u.boolean(0, 0) && r.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *r.group_key));
+    return true;
+  }
+
+  // Applies a store_util.h verdict to `r` (kDeliver is Claim's own).
+  Result<bool> Apply(const QueueRecord& queue, const RowRef& r, const Verdict& v, int64_t now) {
+    switch (v.action) {
+      case Verdict::Action::kUnlock: {
+        PgResult u;
+        if (v.to == MessageState::kScheduled) {
+          MQLITE_ASSIGN_OR_RETURN(u, X(Q::kCasUnlockScheduled, Cas(r).I(v.visible_at)));
+        } else {
+          MQLITE_ASSIGN_OR_RETURN(u, X(Q::kCasUnlock, Cas(r).I(static_cast<int>(v.to))));
+        }
+        return u.affected() > 0;
+      }
+      case Verdict::Action::kRenew: {
+        MQLITE_ASSIGN_OR_RETURN(PgResult u, X(Q::kCasRenew, Cas(r).I(v.locked_until)));
+        return u.affected() > 0;
+      }
+      case Verdict::Action::kDeadLetter:
+        return DeadLetter(queue, r, v.reason, v.description, now);
+      case Verdict::Action::kDelete:
+        return Remove(queue, r);
+      case Verdict::Action::kDeliver:
+        break;
+    }
+    return Status::Internal("Apply: a claim verdict outside Claim");
+  }
+
+  // A maintenance step on a row read without a lock: one that leaves its
+  // group needs the group's lock and skips the row when it is busy.
+  Result<bool> MaintainRow(const QueueRecord& queue, const RowRef& r, const Verdict& v,
+                           int64_t now) {
+    const bool leaves = v.action == Verdict::Action::kDeadLetter ||
+                        v.action == Verdict::Action::kDelete;
+    if (leaves && r.group_key) {
+      MQLITE_ASSIGN_OR_RETURN(bool got, TryGroupLock(queue.id, *r.group_key));
+      if (!got) return false;
+    }
+    return Apply(queue, r, v, now);
+  }
+
+  // Dead letters dead-lettered at or before `cutoff`, oldest first, locked.
+  Result<std::vector<RowRef>> OldestDead(int64_t queue_id, int64_t cutoff, int64_t max) {
+    PgParams p;
+    p.I(queue_id).I(cutoff);
+    if (max > 0) {
+      p.I(max);
+    } else {
+      p.Null();
+    }
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kOldestDeadLocked, p));
+    return ReadRefs(r);
+  }
+
+  PgConn& c_;
+  const PgQueries& q_;
+  const std::string& schema_;
+};
+
+// ---- Change feed: LISTEN/NOTIFY ----------------------------------------------
+
+// One listening session per store, started by the first Subscribe. Every
+// notification on the store's channel names the queues a commit touched;
+// they go to the store's ChangeHub. When the session is lost, it reconnects
+// and then wakes every queue once, since notifications sent meanwhile are
+// gone (spurious wake-ups are allowed, missed ones are not).
+class Listener {
+ public:
+  Listener(std::string url, std::string schema, std::string channel,
+           std::shared_ptr<ChangeHub> hub)
+      : url_(std::move(url)),
+        schema_(std::move(schema)),
+        channel_(std::move(channel)),
+        hub_(std::move(hub)) {}
+  ~Listener() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Connects and LISTENs before returning, so no commit after Subscribe
+  // returns can be missed; then watches on a thread of its own.
+  Status Start() {
+    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, Connect());
+    thread_ = std::thread([this, c = std::move(c)]() mutable { Loop(std::move(c)); });
+    return Status::OK();
+  }
+
+ private:
+  Result<std::unique_ptr<PgConn>> Connect() {
+    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, PgConn::Connect(url_));
+    MQLITE_RETURN_IF_ERROR(c->Simple("LISTEN " + channel_, "LISTEN for the change feed"));
+    return c;
+  }
+
+  void Loop(std::unique_ptr<PgConn> conn) {
+    while (!stop_.load()) {
+      if (!conn || conn->broken()) {
+        conn.reset();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        auto c = Connect();
+        if (!c.has_value()) continue;
+        conn = std::move(*c);
+        WakeAll(*conn);
+      }
+      pollfd pfd{PQsocket(conn->raw()), POLLIN, 0};
+      if (::poll(&pfd, 1, 100) <= 0) continue;
+      if (PQconsumeInput(conn->raw()) == 0) {
+        conn.reset();
+        continue;
+      }
+      std::vector<int64_t> ids;
+      while (PGnotify* n = PQnotifies(conn->raw())) {
+        Parse(n->extra ? n->extra : "", &ids);
+        PQfreemem(n);
+      }
+      if (!ids.empty()) hub_->Publish(ids);
+    }
+  }
+
+  void WakeAll(PgConn& conn) {
+    auto r = conn.Query(FillSchema("SELECT id FROM {s}.queues", schema_), "list queues");
+    if (!r.has_value()) return;
+    std::vector<int64_t> ids;
+    for (int i = 0; i < r->rows(); ++i) ids.push_back(r->i64(i, 0));
+    hub_->Publish(ids);
+  }
+
+  static void Parse(std::string_view s, std::vector<int64_t>* ids) {
+    size_t pos = 0;
+    while (pos < s.size()) {
+      size_t end = s.find(',', pos);
+      if (end == std::string_view::npos) end = s.size();
+      int64_t v = 0;
+      bool ok = end > pos;
+      for (size_t i = pos; i < end; ++i) {
+        ok = ok && s[i] >= '0' && s[i] <= '9';
+        v = v * 10 + (s[i] - '0');
+      }
+      if (ok && std::find(ids->begin(), ids->end(), v) == ids->end()) ids->push_back(v);
+      pos = end + 1;
+    }
+  }
+
+  const std::string url_, schema_, channel_;
+  std::shared_ptr<ChangeHub> hub_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// ---- Maintenance try-lock: session advisory locks on one connection ----------
+
+struct LockSession {
+  std::mutex mu;
+  std::string url;
+  std::unique_ptr<PgConn> conn;
+  std::set<int64_t> held;
+};
+
+class PgMaintenanceLock final : public MaintenanceLock {
+ public:
+  PgMaintenanceLock(std::shared_ptr<LockSession> s, PgConn* conn, int64_t key,
+                    const Statement& unlock)
+      : s_(std::move(s)), conn_(conn), key_(key), unlock_(unlock) {}
+  ~PgMaintenanceLock() override {
+    std::lock_guard<std::mutex> l(s_->mu);
+    s_->held.erase(key_);
+    // A replaced or broken session took the lock with it.
+    if (s_->conn.get() == conn_ && !conn_->broken()) {
+      (void)conn_->Exec(unlock_, PgParams().I(key_));
+    }
+  }
+
+ private:
+  std::shared_ptr<LockSession> s_;
+  PgConn* conn_;
+  int64_t key_;
+  Statement unlock_;
+};
+
+// ---- Engine registry -----------------------------------------------------------
+
+class PgRegistration final : public EngineRegistration {
+ public:
+  PgRegistration(std::unique_ptr<PgConn> conn, std::string schema, int64_t id)
+      : conn_(std::move(conn)), schema_(std::move(schema)), id_(id) {}
+  // Deleting the row is a courtesy: closing the session drops its advisory
+  // lock, which alone marks the row stale for the next opener.
+  ~PgRegistration() override {
+    if (!conn_->broken()) {
+      (void)conn_->Query(
+          FillSchema("DELETE FROM {s}.engines WHERE id = ", schema_) + std::to_string(id_),
+          "withdraw the engine registration");
+    }
+  }
+
+ private:
+  std::unique_ptr<PgConn> conn_;
+  std::string schema_;
+  int64_t id_;
+};
+
+// ---- The store -------------------------------------------------------------------
+
+class PgStore final : public Store {
+ public:
+  PgStore(PostgresOptions options, std::unique_ptr<PgPool> pool)
+      : options_(std::move(options)),
+        queries_(options_.schema),
+        pool_(std::move(pool)),
+        channel_("mqlite_" + options_.schema.substr(0, 56)),
+        hub_(ChangeHub::Create()),
+        locks_(std::make_shared<LockSession>()) {
+    locks_->url = options_.url;
+  }
+  ~PgStore() override {
+    listener_.reset();
+    std::lock_guard<std::mutex> l(locks_->mu);
+    locks_->conn.reset();
+  }
+
+  StoreCapabilities Capabilities() const override {
+    StoreCapabilities c;
+    c.exclusive = false;
+    c.native_handle_type = "PGconn";
+    c.crash_model = "process";
+    c.name = "postgres";
+    c.write_concurrency = options_.pool_size;
+    c.change_feed = options_.change_feed;
+    c.maintenance_lock = true;
+    c.engine_registry = true;
+    return c;
+  }
+
+  Status Run(TxnKind kind, const RunOptions& options,
+             const std::function<Status(StoreTxn&)>& body) override {
+    const bool read = kind == TxnKind::kRead;
+    std::vector<int64_t> touched;
+    MQLITE_RETURN_IF_ERROR(RunTransaction(
+        *pool_, options, read, read ? "read transaction" : "write transaction",
+        [&](PgConn& conn) -> Status {
+          PgTxn txn(conn, queries_, options_.schema);
+          if (read || !options_.change_feed) return body(txn);
+          ChangeTrackingTxn tracked(&txn);
+          MQLITE_RETURN_IF_ERROR(body(tracked));
+          touched = tracked.touched();
+          if (touched.empty()) return Status::OK();
+          std::string ids;
+          for (int64_t id : touched) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+          return conn.Exec(queries_[Q::kNotify], PgParams().Text(channel_).Text(ids)).status();
+        }));
+    // This process's own subscribers need not wait for the notification.
+    if (!touched.empty()) hub_->Publish(touched);
+    return Status::OK();
+  }
+
+  Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) override {
+    if (!options_.change_feed) return Store::Subscribe(std::move(on_change));
+    {
+      std::lock_guard<std::mutex> l(listener_mu_);
+      if (!listener_) {
+        auto listener =
+            std::make_unique<Listener>(options_.url, options_.schema, channel_, hub_);
+        MQLITE_RETURN_IF_ERROR(listener->Start());
+        listener_ = std::move(listener);
+      }
+    }
+    return hub_->Subscribe(std::move(on_change));
+  }
+
+  Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t queue_id) override {
+    const int64_t key = LockKey('m', options_.schema, queue_id);
+    std::lock_guard<std::mutex> l(locks_->mu);
+    if (locks_->held.count(key)) return std::unique_ptr<MaintenanceLock>();
+    if (!locks_->conn || locks_->conn->broken()) {
+      locks_->held.clear();  // they went with the old session
+      MQLITE_ASSIGN_OR_RETURN(locks_->conn, PgConn::Connect(options_.url));
+    }
+    MQLITE_ASSIGN_OR_RETURN(PgResult r,
+                            locks_->conn->Exec(queries_[Q::kSessionTryLock], PgParams().I(key)));
+    if (!r.boolean(0, 0)) return std::unique_ptr<MaintenanceLock>();
+    locks_->held.insert(key);
+    return std::unique_ptr<MaintenanceLock>(std::make_unique<PgMaintenanceLock>(
+        locks_, locks_->conn.get(), key, queries_[Q::kSessionUnlock]));
+  }
+
+  // store.h RegisterEngine: one transaction on a session of its own, which
+  // then holds the row's advisory lock for the engine's life.
+  Result<std::unique_ptr<EngineRegistration>> RegisterEngine(
+      const EngineDefaults& defaults) override {
+    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, PgConn::Connect(options_.url));
+    const std::string& s = options_.schema;
+    auto key_sql = [&](std::string_view fn, int64_t id) {
+      return std::string("SELECT ") + std::string(fn) + "(" +
+             std::to_string(LockKey('e', s, id)) + "::bigint)";
+    };
+    MQLITE_RETURN_IF_ERROR(c->Simple("BEGIN", "begin the engine registration"));
+    Result<int64_t> id = [&]() -> Result<int64_t> {
+      MQLITE_RETURN_IF_ERROR(c->Simple(
+          FillSchema("LOCK TABLE {s}.engines IN SHARE ROW EXCLUSIVE MODE", s), "lock engines"));
+      MQLITE_ASSIGN_OR_RETURN(
+          PgResult rows,
+          c->Query(FillSchema("SELECT id, dlq_max_age_ms, dlq_max_count, dlq_max_bytes "
+                              "FROM {s}.engines ORDER BY id",
+                              s),
+                   "read the engine registry"));
+      for (int i = 0; i < rows.rows(); ++i) {
+        const int64_t other = rows.i64(i, 0);
+        MQLITE_ASSIGN_OR_RETURN(PgResult t,
+                                c->Query(key_sql("pg_try_advisory_lock", other), "probe"));
+        if (t.boolean(0, 0)) {  // its owner's session is gone: a stale row
+          MQLITE_RETURN_IF_ERROR(c->Simple(key_sql("pg_advisory_unlock", other), "unlock"));
+          MQLITE_RETURN_IF_ERROR(c->Simple(
+              FillSchema("DELETE FROM {s}.engines WHERE id = ", s) + std::to_string(other),
+              "drop a stale registration"));
+          continue;
+        }
+        EngineDefaults live;
+        live.dlq_retention = {rows.i64(i, 1), rows.i64(i, 2), rows.i64(i, 3)};
+        MQLITE_RETURN_IF_ERROR(CheckAgreedDefaults(defaults, live));
+      }
+      const auto& d = defaults.dlq_retention;
+      const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      MQLITE_ASSIGN_OR_RETURN(
+          PgResult ins,
+          c->Query(FillSchema("INSERT INTO {s}.engines (dlq_max_age_ms, dlq_max_count, "
+                              "dlq_max_bytes, registered_at) VALUES (",
+                              s) +
+                       std::to_string(d.max_age_ms) + ", " + std::to_string(d.max_count) +
+                       ", " + std::to_string(d.max_bytes) + ", " + std::to_string(now) +
+                       ") RETURNING id",
+                   "register the engine"));
+      const int64_t mine = ins.i64(0, 0);
+      // Session-level: it outlives this transaction and dies with the session.
+      MQLITE_RETURN_IF_ERROR(c->Simple(key_sql("pg_advisory_lock", mine), "hold the registration"));
+      return mine;
+    }();
+    if (!id.has_value()) {
+      c->Rollback();
+      return id.error();
+    }
+    MQLITE_RETURN_IF_ERROR(c->Commit());
+    return std::unique_ptr<EngineRegistration>(
+        std::make_unique<PgRegistration>(std::move(c), s, *id));
+  }
+
+ private:
+  const PostgresOptions options_;
+  const PgQueries queries_;
+  std::unique_ptr<PgPool> pool_;
+  const std::string channel_;
+  std::shared_ptr<ChangeHub> hub_;
+  std::mutex listener_mu_;
+  std::unique_ptr<Listener> listener_;
+  std::shared_ptr<LockSession> locks_;
+};
+
+}  // namespace
+}  // namespace pg_internal
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options) {
+  using namespace pg_internal;
+  if (options.url.empty()) {
+    return Status::InvalidArgument("PostgreSQL store: no connection URL given");
+  }
+  if (options.pool_size < 1) {
+    return Status::InvalidArgument("PostgreSQL store: pool_size must be at least 1, got " +
+                                   std::to_string(options.pool_size));
+  }
+  MQLITE_RETURN_IF_ERROR(CheckSchemaName(options.schema));
+  std::string sync;
+  switch (options.durability) {
+    case Durability::kNormal:
+    case Durability::kFull: sync = "on"; break;
+    case Durability::kProcessOnly: sync = "off"; break;
+    default:
+      return Status::InvalidArgument("PostgreSQL store: unknown durability level " +
+                                     std::to_string(static_cast<int>(options.durability)));
+  }
+  {
+    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, PgConn::Connect(options.url));
+    MQLITE_RETURN_IF_ERROR(EnsureSchema(*c, options.schema));
+  }
+  PgPoolOptions po;
+  po.url = options.url;
+  po.max_connections = options.pool_size;
+  po.session_setup = {"SET bytea_output TO hex", "SET synchronous_commit TO " + sync};
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool, PgPool::Create(std::move(po)));
+  return std::unique_ptr<Store>(std::make_unique<PgStore>(options, std::move(pool)));
+}
+
+}  // namespace mqlite
