@@ -1129,7 +1129,8 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options)
   PgPoolOptions po;
   po.url = options.url;
   po.max_connections = options.pool_size;
-  po.session_setup = {"SET bytea_output TO hex", "SET synchronous_commit TO " + sync};
+  po.session_setup = {"SET bytea_output TO hex", "SET synchronous_commit TO " + sync,
+                      "SET plan_cache_mode TO force_custom_plan"};
   MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool, PgPool::Create(std::move(po)));
   return std::unique_ptr<Store>(std::make_unique<PgStore>(options, std::move(pool)));
 }

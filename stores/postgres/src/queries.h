@@ -1,6 +1,11 @@
 // Every statement the PostgreSQL store prepares, named, in one place. "{s}"
-// is the store's schema, filled in at open (PgQueries). The plan-pin test
-// EXPLAINs exactly these texts (SPEC §11).
+// is the store's schema, filled in at open (PgQueries). The plan pins
+// (tck/postgres_pins.cc) EXPLAIN exactly these texts (SPEC §11). The store's
+// sessions plan every execution with its actual parameters
+// (plan_cache_mode = force_custom_plan): a generic plan, made without
+// knowing which queue or how skewed it is, could pick a scan. Where an
+// ORDER BY names an index's leading equality columns, it is there to make
+// that index's order the one the planner wants.
 //
 // Concurrency (spec.md §9 "Shared stores"): the transitions end in
 // MQ_CAS — they change a row only if it still has the state, token and
@@ -104,7 +109,7 @@ inline constexpr QueryText kQueries[] = {
     {Q::kSessionTryLock, "mq_session_try_lock", "SELECT pg_try_advisory_lock($1::bigint)"},
     {Q::kSessionUnlock, "mq_session_unlock", "SELECT pg_advisory_unlock($1::bigint)"},
     {Q::kQueueHasMessages, "mq_queue_has_messages",
-     "SELECT 1 FROM {s}.messages WHERE queue_id = $1 LIMIT 1"},
+     "SELECT 1 FROM {s}.messages WHERE queue_id = $1 ORDER BY queue_id, state, seq LIMIT 1"},
     {Q::kUpdateQueue, "mq_update_queue",
      "UPDATE {s}.queues SET lock_duration_ms = $1, max_delivery_count = $2, "
      "default_ttl_ms = $3, dead_letter_on_expire = $4, dedup_window_ms = $5, ordering = $6, "
@@ -137,7 +142,7 @@ inline constexpr QueryText kQueries[] = {
      "FROM {s}.queues q WHERE q.id = $1 FOR KEY SHARE RETURNING seq"},
     {Q::kGroupHasLive, "mq_group_has_live",
      "SELECT 1 FROM {s}.messages WHERE queue_id = $1 AND group_key = $2 "
-     "AND group_key IS NOT NULL AND state <> 4 LIMIT 1"},
+     "AND group_key IS NOT NULL AND state <> 4 ORDER BY queue_id, group_key, seq LIMIT 1"},
     {Q::kPromoteNextHead, "mq_promote_next_head",
      "UPDATE {s}.messages SET is_head = true WHERE seq = ("
      "SELECT seq FROM {s}.messages WHERE queue_id = $1 AND group_key = $2 "
@@ -178,7 +183,7 @@ inline constexpr QueryText kQueries[] = {
     {Q::kCasDelete, "mq_cas_delete", "DELETE FROM {s}.messages" MQ_CAS " RETURNING is_head"},
     {Q::kPeekState, "mq_peek_state",
      "SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = $2 "
-     "AND seq > $3 ORDER BY seq LIMIT $4"},
+     "AND seq > $3 ORDER BY queue_id, state, seq LIMIT $4"},
     {Q::kStatsCounts, "mq_stats_counts",
      "SELECT state, count(*), coalesce(sum(body_size), 0) FROM {s}.messages "
      "WHERE queue_id = $1 GROUP BY state"},

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "pg_conn.h"
+#include "postgres_pins.h"
 
 namespace mqlite::tck {
 namespace {
@@ -60,6 +61,7 @@ class PostgresFixture final : public StoreFixture {
   }
 
   Result<std::unique_ptr<Store>> Open() override { return OpenPostgresStore(options_); }
+  const PostgresOptions& options() const { return options_; }
 
  private:
   PostgresOptions options_;
@@ -137,6 +139,14 @@ StoreProfile PostgresTckProfile(PostgresOptions options, std::string name) {
   hooks.put = Put;
   hooks.get = Get;
   p.business = std::move(hooks);
+  p.pins.push_back({"plan pins: every statement seeks its index with custom and generic plans on "
+                    "100k ANALYZEd rows; a claim's buffers do not grow behind a blocked group "
+                    "(SPEC §11)",
+                    [](StoreFixture& f) -> Status {
+                      auto* pf = dynamic_cast<PostgresFixture*>(&f);
+                      if (pf == nullptr) return Status::Internal("not a PostgreSQL fixture");
+                      return RunPostgresPlanPins(f, pf->options().url, pf->options().schema);
+                    }});
   return p;
 }
 
