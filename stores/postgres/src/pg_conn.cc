@@ -151,7 +151,7 @@ Result<PgResult> PgConn::Exec(const Statement& st, const PgParams& params) {
 Result<PgResult> PgConn::Run(const Statement& st,
                              std::span<const std::optional<std::string>> params,
                              const int* formats) {
-  if (!prepared_.contains(st.name)) {
+  if (!st.plan_each_time && !prepared_.contains(st.name)) {
     PgResult p(PQprepare(conn_, st.name, st.sql, 0, nullptr));
     if (!p.get() || PQresultStatus(p.get()) != PGRES_COMMAND_OK) {
       return Fail(p.get(), std::string("prepare ") + st.name);
@@ -164,8 +164,11 @@ Result<PgResult> PgConn::Run(const Statement& st,
     values[i] = params[i] ? params[i]->data() : nullptr;
     lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
   }
-  PgResult r(PQexecPrepared(conn_, st.name, static_cast<int>(values.size()), values.data(),
-                            lengths.data(), formats, 0));
+  PgResult r(st.plan_each_time
+                 ? PQexecParams(conn_, st.sql, static_cast<int>(values.size()), nullptr,
+                                values.data(), lengths.data(), formats, 0)
+                 : PQexecPrepared(conn_, st.name, static_cast<int>(values.size()),
+                                  values.data(), lengths.data(), formats, 0));
   const ExecStatusType s = r.get() ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) return Fail(r.get(), st.name);
   last_ = PgError{};
@@ -173,16 +176,40 @@ Result<PgResult> PgConn::Run(const Statement& st,
 }
 
 Status PgConn::Commit() {
-  PgResult r(PQexec(conn_, "COMMIT"));
-  const ExecStatusType s = r.get() ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-  if (s != PGRES_COMMAND_OK) return Fail(r.get(), "COMMIT", /*committing=*/true);
-  if (r.tag() != "COMMIT") {
+  const std::string sql = std::move(before_commit_) + "COMMIT";
+  const int before = before_commit_count_;
+  before_commit_.clear();
+  before_commit_count_ = 0;
+  // A session the server has already ended (pg_terminate_backend, a
+  // shutdown) left its FATAL in the socket: read it first, and the failure
+  // is "lost before COMMIT", which is certain, not "outcome unknown".
+  if (PQconsumeInput(conn_) == 0 || broken()) return Fail(nullptr, "COMMIT");
+  if (PQsendQuery(conn_, sql.c_str()) == 0) return Fail(nullptr, "COMMIT", /*committing=*/true);
+  // One result per statement, COMMIT's last. A statement before COMMIT that
+  // the server itself failed (it sent an error with a SQLSTATE) means it
+  // never ran the COMMIT; any other failure may have come after it did.
+  PgResult last;
+  Status failed;
+  for (int i = 0;; ++i) {
+    PgResult r(PQgetResult(conn_));
+    if (r.get() == nullptr) break;
+    const ExecStatusType s = PQresultStatus(r.get());
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK && failed.ok()) {
+      const bool server_said = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) != nullptr;
+      failed = Fail(r.get(), i < before ? "before COMMIT" : "COMMIT",
+                    /*committing=*/!(i < before && server_said));
+    }
+    last = std::move(r);
+  }
+  if (!failed.ok()) return failed;
+  if (last.get() == nullptr) return Fail(nullptr, "COMMIT", /*committing=*/true);
+  if (last.tag() != "COMMIT") {
     // The transaction had failed earlier (an error the caller did not see,
     // e.g. application code in a Tx): PostgreSQL rolls it back and answers
     // ROLLBACK, with no error.
     last_ = ClassifyPgError("", false, false,
                             "PostgreSQL store (" + where_ + "): COMMIT answered '" +
-                                std::string(r.tag()) +
+                                std::string(last.tag()) +
                                 "': the transaction had failed and was rolled back; nothing "
                                 "committed");
     return last_.status;
@@ -192,6 +219,8 @@ Status PgConn::Commit() {
 }
 
 void PgConn::Rollback() {
+  before_commit_.clear();
+  before_commit_count_ = 0;
   if (broken()) return;
   PgResult r(PQexec(conn_, "ROLLBACK"));
 }

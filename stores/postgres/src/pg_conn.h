@@ -108,10 +108,14 @@ class PgParams {
   std::vector<int> formats_;
 };
 
-// A statement the connection prepares once, on first use, under `name`.
+// A statement the connection prepares once, on first use, under `name`
+// (unless plan_each_time).
 struct Statement {
   const char* name;
   const char* sql;
+  // Never prepared: sent with its parameters each time (the unnamed
+  // statement), so the server plans it for those values every time.
+  bool plan_each_time = false;
 };
 
 class PgConn {
@@ -140,6 +144,13 @@ class PgConn {
   // preparing it first if this connection has not yet.
   Result<PgResult> Exec(const Statement& st, std::span<const std::optional<std::string>> params);
   Result<PgResult> Exec(const Statement& st, const PgParams& params);
+  // Statements (no parameters) sent in the same round trip as the COMMIT,
+  // ahead of it: if one fails, the COMMIT answers ROLLBACK and nothing
+  // commits. Dropped by Rollback and after Commit.
+  void BeforeCommit(std::string sql) {
+    before_commit_ += sql + ";";
+    ++before_commit_count_;
+  }
   // COMMIT, then checks its tag: a transaction that had failed answers
   // "ROLLBACK" without an error, which is Internal here (nothing committed,
   // Failure kOther). A connection lost during the COMMIT is OutcomeUnknown.
@@ -168,6 +179,8 @@ class PgConn {
   std::set<std::string, std::less<>> prepared_;
   PgError last_;
   Failure attempt_failure_ = Failure::kNone;
+  std::string before_commit_;
+  int before_commit_count_ = 0;
 };
 
 // The classification itself, for a SQLSTATE (empty: no server answer) and

@@ -22,6 +22,8 @@
 //   before they are read (FindDedup, FindAttempt), so two engines never both
 //   miss one.
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -182,8 +184,8 @@ bool PlausibleQueueName(std::string_view name) {
 
 class PgTxn final : public StoreTxn {
  public:
-  PgTxn(PgConn& conn, const PgQueries& q, const std::string& schema)
-      : c_(conn), q_(q), schema_(schema) {}
+  PgTxn(PgConn& conn, const PgQueries& q, const std::string& schema, bool read_only)
+      : c_(conn), q_(q), schema_(schema), read_only_(read_only) {}
 
   // ---- Queues ----
 
@@ -388,61 +390,56 @@ class PgTxn final : public StoreTxn {
   // ---- Inspection and DLQ ----
 
   Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {
-    std::vector<Message> out;
-    for (int s = kActive; s <= kDead; ++s) {  // one seek per state, merged by seq
-      if (o.state && static_cast<int>(*o.state) != s) continue;
-      MQLITE_ASSIGN_OR_RETURN(
-          PgResult r,
-          X(Q::kPeekState, PgParams().I(queue.id).I(s).I(o.from_seq).I(o.max_messages)));
-      for (int i = 0; i < r.rows(); ++i) {
-        MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(r, i, queue.config.name));
-        out.push_back(std::move(m));
-      }
+    PgParams p;
+    p.I(queue.id).I(o.from_seq).I(o.max_messages);
+    if (o.state) {
+      p.I(static_cast<int>(*o.state));
+    } else {
+      p.Null();
     }
-    std::sort(out.begin(), out.end(),
-              [](const Message& a, const Message& b) { return a.seq < b.seq; });
-    if (out.size() > static_cast<size_t>(o.max_messages)) out.resize(o.max_messages);
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kPeek, p));
+    std::vector<Message> out;
+    for (int i = 0; i < r.rows(); ++i) {
+      MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(r, i, queue.config.name));
+      out.push_back(std::move(m));
+    }
     return out;
   }
 
   Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) override {
     QueueStats st;
-    MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kStatsCounts, PgParams().I(queue.id)));
-    for (int i = 0; i < r.rows(); ++i) {
-      const int64_t n = r.i64(i, 1);
-      switch (static_cast<int>(r.i64(i, 0))) {
-        case kActive: st.active = n; break;
-        case kLocked: st.locked = n; break;
-        case kDeferred: st.deferred = n; break;
-        case kScheduled: st.scheduled = n; break;
-        case kDead: st.dead_lettered = n; break;
-        default: return Status::Corruption("message with unknown state");
-      }
-      st.total += n;
-      st.body_bytes += r.i64(i, 2);
-    }
-    // Oldest claimable: three bounded walks (see the SQLite store).
-    const int64_t cap = kStatsProbeLimit + 1;
+    MQLITE_ASSIGN_OR_RETURN(
+        PgResult r, X(Q::kStats, PgParams().I(queue.id).I(now).I(kStatsProbeLimit + 1)));
+    // Oldest claimable (store.h Stats): active heads come in age order, so
+    // the first that qualifies is that kind's answer; due schedules and
+    // lapsed leases come in time order, so each takes the minimum it sees.
     std::optional<int64_t> oldest;
-    auto consider = [&](const PgResult& w, bool first_only) {
-      for (int i = 0; i < w.rows(); ++i) {
-        RowFacts f;
-        f.expires_at = w.i64(i, 1);
-        f.delivery_count = static_cast<int32_t>(w.i64(i, 2));
-        if (!w.boolean(i, 3) || !WouldDeliver(f, queue.config, now)) continue;
-        const int64_t enq = w.i64(i, 0);
-        if (!oldest || enq < *oldest) oldest = enq;
-        if (first_only) return;
+    bool active_found = false;
+    for (int i = 0; i < r.rows(); ++i) {
+      const int64_t kind = r.i64(i, 0);
+      if (kind == 0) {
+        const int64_t n = r.i64(i, 2);
+        switch (static_cast<int>(r.i64(i, 1))) {
+          case kActive: st.active = n; break;
+          case kLocked: st.locked = n; break;
+          case kDeferred: st.deferred = n; break;
+          case kScheduled: st.scheduled = n; break;
+          case kDead: st.dead_lettered = n; break;
+          default: return Status::Corruption("message with unknown state");
+        }
+        st.total += n;
+        st.body_bytes += r.i64(i, 3);
+        continue;
       }
-    };
-    MQLITE_ASSIGN_OR_RETURN(PgResult a, X(Q::kOldestActiveHeads, PgParams().I(queue.id).I(cap)));
-    consider(a, true);
-    MQLITE_ASSIGN_OR_RETURN(PgResult d,
-                            X(Q::kDueScheduled, PgParams().I(queue.id).I(now).I(cap)));
-    consider(d, false);
-    MQLITE_ASSIGN_OR_RETURN(PgResult l,
-                            X(Q::kLapsedLeases, PgParams().I(queue.id).I(now).I(cap)));
-    consider(l, false);
+      if (kind == 1 && active_found) continue;
+      RowFacts f;
+      f.expires_at = r.i64(i, 5);
+      f.delivery_count = static_cast<int32_t>(r.i64(i, 6));
+      if (!r.boolean(i, 7) || !WouldDeliver(f, queue.config, now)) continue;
+      const int64_t enq = r.i64(i, 4);
+      if (!oldest || enq < *oldest) oldest = enq;
+      if (kind == 1) active_found = true;
+    }
     if (oldest) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - *oldest);
     return st;
   }
@@ -613,6 +610,9 @@ class PgTxn final : public StoreTxn {
   // ---- Savepoints, native handle ----
 
   Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
+    // A read runs in autocommit (txn_runner.h) and changes nothing: there
+    // is nothing a savepoint could undo.
+    if (read_only_) return body(*this);
     MQLITE_RETURN_IF_ERROR(c_.Simple("SAVEPOINT mqlite_sp", "savepoint"));
     Status s = body(*this);
     if (s.ok()) {
@@ -799,6 +799,7 @@ class PgTxn final : public StoreTxn {
   PgConn& c_;
   const PgQueries& q_;
   const std::string& schema_;
+  const bool read_only_;
 };
 
 // ---- Change feed: LISTEN/NOTIFY ----------------------------------------------
@@ -818,12 +819,17 @@ class Listener {
         hub_(std::move(hub)) {}
   ~Listener() {
     stop_.store(true);
+    const uint64_t one = 1;
+    if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);  // ends the poll at once
     if (thread_.joinable()) thread_.join();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
   }
 
   // Connects and LISTENs before returning, so no commit after Subscribe
   // returns can be missed; then watches on a thread of its own.
   Status Start() {
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    if (wake_fd_ < 0) return Status::Internal("PostgreSQL change feed: eventfd failed");
     MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, Connect());
     thread_ = std::thread([this, c = std::move(c)]() mutable { Loop(std::move(c)); });
     return Status::OK();
@@ -840,14 +846,15 @@ class Listener {
     while (!stop_.load()) {
       if (!conn || conn->broken()) {
         conn.reset();
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        pollfd stop{wake_fd_, POLLIN, 0};
+        if (::poll(&stop, 1, 100) > 0) break;  // stopping
         auto c = Connect();
         if (!c.has_value()) continue;
         conn = std::move(*c);
         WakeAll(*conn);
       }
-      pollfd pfd{PQsocket(conn->raw()), POLLIN, 0};
-      if (::poll(&pfd, 1, 100) <= 0) continue;
+      pollfd pfd[2] = {{PQsocket(conn->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (::poll(pfd, 2, -1) <= 0 || (pfd[1].revents & POLLIN)) continue;
       if (PQconsumeInput(conn->raw()) == 0) {
         conn.reset();
         continue;
@@ -888,16 +895,29 @@ class Listener {
   const std::string url_, schema_, channel_;
   std::shared_ptr<ChangeHub> hub_;
   std::atomic<bool> stop_{false};
+  int wake_fd_ = -1;  // written once to stop the thread
   std::thread thread_;
 };
 
-// ---- Maintenance try-lock: session advisory locks on one connection ----------
+// ---- Session advisory locks: maintenance try-locks and the registration ----
+//
+// One session per store holds them all: a lock dies with its session, so a
+// crashed engine leaves nothing locked (spec.md §9). If the session is lost,
+// its locks went with it; the next use reconnects.
 
 struct LockSession {
   std::mutex mu;
   std::string url;
   std::unique_ptr<PgConn> conn;
-  std::set<int64_t> held;
+  std::set<int64_t> held;  // maintenance keys held through `conn`
+
+  // Under mu.
+  Status EnsureConnected() {
+    if (conn && !conn->broken()) return Status::OK();
+    held.clear();  // they went with the old session
+    MQLITE_ASSIGN_OR_RETURN(conn, PgConn::Connect(url));
+    return Status::OK();
+  }
 };
 
 class PgMaintenanceLock final : public MaintenanceLock {
@@ -907,9 +927,9 @@ class PgMaintenanceLock final : public MaintenanceLock {
       : s_(std::move(s)), conn_(conn), key_(key), unlock_(unlock) {}
   ~PgMaintenanceLock() override {
     std::lock_guard<std::mutex> l(s_->mu);
-    s_->held.erase(key_);
     // A replaced or broken session took the lock with it.
     if (s_->conn.get() == conn_ && !conn_->broken()) {
+      s_->held.erase(key_);
       (void)conn_->Exec(unlock_, PgParams().I(key_));
     }
   }
@@ -921,24 +941,24 @@ class PgMaintenanceLock final : public MaintenanceLock {
   Statement unlock_;
 };
 
-// ---- Engine registry -----------------------------------------------------------
-
 class PgRegistration final : public EngineRegistration {
  public:
-  PgRegistration(std::unique_ptr<PgConn> conn, std::string schema, int64_t id)
-      : conn_(std::move(conn)), schema_(std::move(schema)), id_(id) {}
-  // Deleting the row is a courtesy: closing the session drops its advisory
-  // lock, which alone marks the row stale for the next opener.
+  PgRegistration(std::shared_ptr<LockSession> s, PgConn* conn, std::string schema, int64_t id)
+      : s_(std::move(s)), conn_(conn), schema_(std::move(schema)), id_(id) {}
+  // Deleting the row and unlocking are a courtesy: the session's end drops
+  // the advisory lock, which alone marks the row stale for the next opener.
   ~PgRegistration() override {
-    if (!conn_->broken()) {
-      (void)conn_->Query(
-          FillSchema("DELETE FROM {s}.engines WHERE id = ", schema_) + std::to_string(id_),
-          "withdraw the engine registration");
-    }
+    std::lock_guard<std::mutex> l(s_->mu);
+    if (s_->conn.get() != conn_ || conn_->broken()) return;
+    (void)conn_->Simple(FillSchema("DELETE FROM {s}.engines WHERE id = ", schema_) +
+                            std::to_string(id_) + "; SELECT pg_advisory_unlock(" +
+                            std::to_string(LockKey('e', schema_, id_)) + "::bigint)",
+                        "withdraw the engine registration");
   }
 
  private:
-  std::unique_ptr<PgConn> conn_;
+  std::shared_ptr<LockSession> s_;
+  PgConn* conn_;
   std::string schema_;
   int64_t id_;
 };
@@ -982,15 +1002,18 @@ class PgStore final : public Store {
     MQLITE_RETURN_IF_ERROR(RunTransaction(
         *pool_, options, read, read ? "read transaction" : "write transaction",
         [&](PgConn& conn) -> Status {
-          PgTxn txn(conn, queries_, options_.schema);
+          PgTxn txn(conn, queries_, options_.schema, read);
           if (read || !options_.change_feed) return body(txn);
           ChangeTrackingTxn tracked(&txn);
           MQLITE_RETURN_IF_ERROR(body(tracked));
           touched = tracked.touched();
           if (touched.empty()) return Status::OK();
+          // At most one notification per transaction, sent with the COMMIT
+          // (channel and payload are [a-z0-9_,] only: no quoting needed).
           std::string ids;
           for (int64_t id : touched) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-          return conn.Exec(queries_[Q::kNotify], PgParams().Text(channel_).Text(ids)).status();
+          conn.BeforeCommit("SELECT pg_notify('" + channel_ + "', '" + ids + "')");
+          return Status::OK();
         }));
     // This process's own subscribers need not wait for the notification.
     if (!touched.empty()) hub_->Publish(touched);
@@ -1014,11 +1037,8 @@ class PgStore final : public Store {
   Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t queue_id) override {
     const int64_t key = LockKey('m', options_.schema, queue_id);
     std::lock_guard<std::mutex> l(locks_->mu);
+    MQLITE_RETURN_IF_ERROR(locks_->EnsureConnected());
     if (locks_->held.count(key)) return std::unique_ptr<MaintenanceLock>();
-    if (!locks_->conn || locks_->conn->broken()) {
-      locks_->held.clear();  // they went with the old session
-      MQLITE_ASSIGN_OR_RETURN(locks_->conn, PgConn::Connect(options_.url));
-    }
     MQLITE_ASSIGN_OR_RETURN(PgResult r,
                             locks_->conn->Exec(queries_[Q::kSessionTryLock], PgParams().I(key)));
     if (!r.boolean(0, 0)) return std::unique_ptr<MaintenanceLock>();
@@ -1027,20 +1047,22 @@ class PgStore final : public Store {
         locks_, locks_->conn.get(), key, queries_[Q::kSessionUnlock]));
   }
 
-  // store.h RegisterEngine: one transaction on a session of its own, which
-  // then holds the row's advisory lock for the engine's life.
+  // store.h RegisterEngine: one transaction on the store's lock session,
+  // which then holds the row's advisory lock for the engine's life.
   Result<std::unique_ptr<EngineRegistration>> RegisterEngine(
       const EngineDefaults& defaults) override {
-    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, PgConn::Connect(options_.url));
+    std::lock_guard<std::mutex> l(locks_->mu);
+    MQLITE_RETURN_IF_ERROR(locks_->EnsureConnected());
+    PgConn* c = locks_->conn.get();
     const std::string& s = options_.schema;
     auto key_sql = [&](std::string_view fn, int64_t id) {
       return std::string("SELECT ") + std::string(fn) + "(" +
              std::to_string(LockKey('e', s, id)) + "::bigint)";
     };
-    MQLITE_RETURN_IF_ERROR(c->Simple("BEGIN", "begin the engine registration"));
+    MQLITE_RETURN_IF_ERROR(
+        c->Simple(FillSchema("BEGIN; LOCK TABLE {s}.engines IN SHARE ROW EXCLUSIVE MODE", s),
+                  "begin the engine registration"));
     Result<int64_t> id = [&]() -> Result<int64_t> {
-      MQLITE_RETURN_IF_ERROR(c->Simple(
-          FillSchema("LOCK TABLE {s}.engines IN SHARE ROW EXCLUSIVE MODE", s), "lock engines"));
       MQLITE_ASSIGN_OR_RETURN(
           PgResult rows,
           c->Query(FillSchema("SELECT id, dlq_max_age_ms, dlq_max_count, dlq_max_bytes "
@@ -1052,9 +1074,9 @@ class PgStore final : public Store {
         MQLITE_ASSIGN_OR_RETURN(PgResult t,
                                 c->Query(key_sql("pg_try_advisory_lock", other), "probe"));
         if (t.boolean(0, 0)) {  // its owner's session is gone: a stale row
-          MQLITE_RETURN_IF_ERROR(c->Simple(key_sql("pg_advisory_unlock", other), "unlock"));
           MQLITE_RETURN_IF_ERROR(c->Simple(
-              FillSchema("DELETE FROM {s}.engines WHERE id = ", s) + std::to_string(other),
+              key_sql("pg_advisory_unlock", other) + "; " +
+                  FillSchema("DELETE FROM {s}.engines WHERE id = ", s) + std::to_string(other),
               "drop a stale registration"));
           continue;
         }
@@ -1086,7 +1108,7 @@ class PgStore final : public Store {
     }
     MQLITE_RETURN_IF_ERROR(c->Commit());
     return std::unique_ptr<EngineRegistration>(
-        std::make_unique<PgRegistration>(std::move(c), s, *id));
+        std::make_unique<PgRegistration>(locks_, c, s, *id));
   }
 
  private:
@@ -1122,16 +1144,15 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options)
       return Status::InvalidArgument("PostgreSQL store: unknown durability level " +
                                      std::to_string(static_cast<int>(options.durability)));
   }
-  {
-    MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, PgConn::Connect(options.url));
-    MQLITE_RETURN_IF_ERROR(EnsureSchema(*c, options.schema));
-  }
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> first, PgConn::Connect(options.url));
+  MQLITE_RETURN_IF_ERROR(EnsureSchema(*first, options.schema));
   PgPoolOptions po;
   po.url = options.url;
   po.max_connections = options.pool_size;
   po.session_setup = {"SET bytea_output TO hex", "SET synchronous_commit TO " + sync,
-                      "SET plan_cache_mode TO force_custom_plan"};
+                      kReadOnlyByDefault};
   MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool, PgPool::Create(std::move(po)));
+  MQLITE_RETURN_IF_ERROR(pool->Adopt(std::move(first)));  // the pool's first connection
   return std::unique_ptr<Store>(std::make_unique<PgStore>(options, std::move(pool)));
 }
 

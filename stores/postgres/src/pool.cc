@@ -65,12 +65,7 @@ Result<PgPool::Lease> PgPool::Acquire(const RunOptions& options, std::string_vie
   l.unlock();
   Result<std::unique_ptr<PgConn>> c = PgConn::Connect(options_.url);
   if (c.has_value()) {
-    for (const std::string& sql : options_.session_setup) {
-      if (Status s = (*c)->Simple(sql, "set up the session"); !s.ok()) {
-        c = s;
-        break;
-      }
-    }
+    if (Status s = SetUp(**c); !s.ok()) c = s;
   }
   if (!c.has_value()) {
     l.lock();
@@ -79,6 +74,24 @@ Result<PgPool::Lease> PgPool::Acquire(const RunOptions& options, std::string_vie
     return c.error();
   }
   return Lease(this, std::move(*c));
+}
+
+Status PgPool::SetUp(PgConn& c) const {
+  if (options_.session_setup.empty()) return Status::OK();
+  std::string sql;  // one round trip
+  for (const std::string& s : options_.session_setup) sql += s + ";";
+  return c.Simple(sql, "set up the session");
+}
+
+Status PgPool::Adopt(std::unique_ptr<PgConn> conn) {
+  if (conn->broken() || conn->txn_status() != PQTRANS_IDLE) return Status::OK();  // dropped
+  MQLITE_RETURN_IF_ERROR(SetUp(*conn));
+  std::lock_guard<std::mutex> l(mu_);
+  if (open_ >= options_.max_connections) return Status::OK();
+  ++open_;
+  idle_.push_back(std::move(conn));
+  cv_.notify_one();
+  return Status::OK();
 }
 
 void PgPool::Release(std::unique_ptr<PgConn> conn, bool discard) {

@@ -34,7 +34,8 @@ namespace mqlite::pg_internal {
 struct PgPoolOptions {
   std::string url;          // libpq connection string or URI
   int max_connections = 8;  // ≥ 1
-  // Run once on every new connection before its first lease (SET ...).
+  // Run once on every new connection before its first lease (SET ...), in
+  // one round trip.
   std::vector<std::string> session_setup;
 };
 
@@ -74,6 +75,11 @@ class PgPool {
   // be made (the slot is freed again).
   Result<Lease> Acquire(const RunOptions& options, std::string_view what);
 
+  // Takes an idle connection opened elsewhere (the one that checked the
+  // schema at open) as one of the pool's, after the session setup; drops it
+  // if the pool is full or it is not idle.
+  Status Adopt(std::unique_ptr<PgConn> conn);
+
   int open_connections() const;  // idle + leased
   int idle_connections() const;
   const PgPoolOptions& options() const { return options_; }
@@ -81,6 +87,7 @@ class PgPool {
  private:
   explicit PgPool(PgPoolOptions options) : options_(std::move(options)) {}
   void Release(std::unique_ptr<PgConn> conn, bool discard);
+  Status SetUp(PgConn& c) const;  // options_.session_setup in one round trip
 
   const PgPoolOptions options_;
   mutable std::mutex mu_;

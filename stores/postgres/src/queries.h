@@ -65,11 +65,8 @@ enum class Q : int {
   kCasRenew,
   kCasDeadLetter,
   kCasDelete,
-  kPeekState,
-  kStatsCounts,
-  kOldestActiveHeads,
-  kDueScheduled,
-  kLapsedLeases,
+  kPeek,
+  kStats,
   kOldestDeadLocked,
   kGetGroupId,
   kRedriveInsert,
@@ -87,8 +84,6 @@ enum class Q : int {
   kDropDedup,
   kDropReceipts,
   kDropAttempts,
-  kNotify,
-  kQueueIds,
   kCount
 };
 
@@ -96,6 +91,7 @@ struct QueryText {
   Q id;
   const char* name;
   const char* sql;
+  bool plan_each_time = false;  // unprepared: a custom plan on every run
 };
 
 inline constexpr QueryText kQueries[] = {
@@ -181,21 +177,41 @@ inline constexpr QueryText kQueries[] = {
      "WHERE m.seq = old.seq AND m.state = $2 AND m.lock_token IS NOT DISTINCT FROM $3 "
      "AND m.locked_until = $4 RETURNING old.is_head"},
     {Q::kCasDelete, "mq_cas_delete", "DELETE FROM {s}.messages" MQ_CAS " RETURNING is_head"},
-    {Q::kPeekState, "mq_peek_state",
-     "SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = $2 "
-     "AND seq > $3 ORDER BY queue_id, state, seq LIMIT $4"},
-    {Q::kStatsCounts, "mq_stats_counts",
-     "SELECT state, count(*), coalesce(sum(body_size), 0) FROM {s}.messages "
-     "WHERE queue_id = $1 GROUP BY state"},
-    {Q::kOldestActiveHeads, "mq_oldest_active_heads",
-     "SELECT " MQ_AGE_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND is_head "
-     "ORDER BY enqueued_at LIMIT $2"},
-    {Q::kDueScheduled, "mq_due_scheduled",
-     "SELECT " MQ_AGE_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 3 "
-     "AND visible_at <= $2 ORDER BY visible_at LIMIT $3"},
-    {Q::kLapsedLeases, "mq_lapsed_leases",
-     "SELECT " MQ_AGE_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 1 "
-     "AND locked_until <= $2 ORDER BY locked_until LIMIT $3"},
+    // Peek (one round trip): a seek of messages_state per state, merged by
+    // seq; $4 = one state, or NULL for all (custom plans drop the others).
+    {Q::kPeek, "mq_peek",
+     "SELECT * FROM ("
+     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND seq > $2 "
+     "AND ($4::smallint IS NULL OR $4::smallint = 0) ORDER BY queue_id, state, seq LIMIT $3) "
+     "UNION ALL "
+     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 1 AND seq > $2 "
+     "AND ($4::smallint IS NULL OR $4::smallint = 1) ORDER BY queue_id, state, seq LIMIT $3) "
+     "UNION ALL "
+     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 2 AND seq > $2 "
+     "AND ($4::smallint IS NULL OR $4::smallint = 2) ORDER BY queue_id, state, seq LIMIT $3) "
+     "UNION ALL "
+     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 3 AND seq > $2 "
+     "AND ($4::smallint IS NULL OR $4::smallint = 3) ORDER BY queue_id, state, seq LIMIT $3) "
+     "UNION ALL "
+     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 4 AND seq > $2 "
+     "AND ($4::smallint IS NULL OR $4::smallint = 4) ORDER BY queue_id, state, seq LIMIT $3)"
+     ") p ORDER BY seq LIMIT $3"},
+    // Stats (one round trip): kind 0 rows are counts per state; kinds 1–3
+    // the bounded walks for the oldest claimable message (store.h Stats):
+    // active heads by age, due schedules, lapsed leases ($2 now, $3 cap).
+    {Q::kStats, "mq_stats",
+     "SELECT 0 AS kind, state, count(*), coalesce(sum(body_size), 0)::bigint, NULL::bigint, "
+     "NULL::bigint, NULL::integer, NULL::boolean FROM {s}.messages WHERE queue_id = $1 "
+     "GROUP BY state "
+     "UNION ALL (SELECT 1, NULL, NULL, NULL, enqueued_at, expires_at, delivery_count, is_head "
+     "FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND is_head "
+     "ORDER BY queue_id, enqueued_at LIMIT $3) "
+     "UNION ALL (SELECT 2, NULL, NULL, NULL, enqueued_at, expires_at, delivery_count, is_head "
+     "FROM {s}.messages WHERE queue_id = $1 AND state = 3 AND visible_at <= $2 "
+     "ORDER BY queue_id, visible_at LIMIT $3) "
+     "UNION ALL (SELECT 3, NULL, NULL, NULL, enqueued_at, expires_at, delivery_count, is_head "
+     "FROM {s}.messages WHERE queue_id = $1 AND state = 1 AND locked_until <= $2 "
+     "ORDER BY queue_id, locked_until LIMIT $3)"},
     // Redrive and purge: the dead letters this call moves, locked so two
     // engines never both move one (LIMIT NULL = no limit).
     {Q::kOldestDeadLocked, "mq_oldest_dead_locked",
@@ -253,19 +269,15 @@ inline constexpr QueryText kQueries[] = {
     {Q::kDropDedup, "mq_drop_dedup",
      "WITH gone AS MATERIALIZED (SELECT queue_id, key FROM {s}.dedup WHERE expires_at <= $1 "
      "ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
-     "DELETE FROM {s}.dedup d USING gone WHERE d.queue_id = gone.queue_id AND d.key = gone.key"},
+     "DELETE FROM {s}.dedup d USING gone WHERE d.queue_id = gone.queue_id AND d.key = gone.key", true},
     {Q::kDropReceipts, "mq_drop_receipts",
      "WITH gone AS MATERIALIZED (SELECT key FROM {s}.receipts WHERE expires_at <= $1 "
      "ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
-     "DELETE FROM {s}.receipts r USING gone WHERE r.key = gone.key"},
+     "DELETE FROM {s}.receipts r USING gone WHERE r.key = gone.key", true},
     {Q::kDropAttempts, "mq_drop_attempts",
      "WITH gone AS MATERIALIZED (SELECT attempt_id FROM {s}.attempts WHERE expires_at <= $1 "
      "ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
-     "DELETE FROM {s}.attempts a USING gone WHERE a.attempt_id = gone.attempt_id"},
-    // spec.md §9 change feed: one notification per transaction, naming every
-    // queue it touched ($2: "id,id,...").
-    {Q::kNotify, "mq_notify", "SELECT pg_notify($1, $2)"},
-    {Q::kQueueIds, "mq_queue_ids", "SELECT id FROM {s}.queues"},
+     "DELETE FROM {s}.attempts a USING gone WHERE a.attempt_id = gone.attempt_id", true},
 };
 
 static_assert(std::size(kQueries) == static_cast<size_t>(Q::kCount));
@@ -278,7 +290,8 @@ class PgQueries {
       sql_[static_cast<size_t>(q.id)] = FillSchema(q.sql, schema);
     }
     for (const QueryText& q : kQueries) {
-      st_[static_cast<size_t>(q.id)] = Statement{q.name, sql_[static_cast<size_t>(q.id)].c_str()};
+      st_[static_cast<size_t>(q.id)] =
+          Statement{q.name, sql_[static_cast<size_t>(q.id)].c_str(), q.plan_each_time};
     }
   }
   PgQueries(const PgQueries&) = delete;

@@ -211,10 +211,9 @@ Status EnsureSchema(PgConn& conn, std::string_view schema) {
           " table(s) but no mqlite schema token: it belongs to something else. Use another "
           "schema. Nothing was changed");
     }
-    for (const std::string& ddl : SchemaDdl(s)) {
-      MQLITE_RETURN_IF_ERROR(conn.Simple(ddl, "build the schema"));
-    }
-    return Status::OK();
+    std::string script;  // one round trip
+    for (const std::string& ddl : SchemaDdl(s)) script += ddl + ";\n";
+    return conn.Simple(script, "build the schema");
   }();
   if (!st.ok()) {
     conn.Rollback();

@@ -40,8 +40,9 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
     PgConn& c = *lease;
     c.MarkAttempt();
     const Status s = [&]() -> Status {
-      MQLITE_RETURN_IF_ERROR(c.Simple(read_only ? "BEGIN READ ONLY" : "BEGIN", "BEGIN"));
-      if (has_deadline) {
+      if (read_only) return body(c);  // autocommit statements on a read-only session
+      std::string begin = "BEGIN READ WRITE";
+      if (has_deadline) {  // in the same round trip
         const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  options.deadline - Clock::now())
                                  .count();
@@ -49,9 +50,9 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
           return Status::Cancelled(name + ": the deadline passed before the transaction began; "
                                           "nothing was done");
         }
-        MQLITE_RETURN_IF_ERROR(
-            c.Simple("SET LOCAL lock_timeout = " + std::to_string(left), "SET LOCAL lock_timeout"));
+        begin += "; SET LOCAL lock_timeout = " + std::to_string(left);
       }
+      MQLITE_RETURN_IF_ERROR(c.Simple(begin, "BEGIN"));
       MQLITE_RETURN_IF_ERROR(body(c));
       if (c.txn_status() == PQTRANS_INERROR) {
         return Status::Internal(

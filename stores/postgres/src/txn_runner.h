@@ -3,9 +3,13 @@
 //
 //   1. A connection from the pool; the wait gives up with Cancelled on the
 //      call's deadline or stop token, having done nothing.
-//   2. BEGIN (READ ONLY for reads) and, when the call has a deadline,
-//      SET LOCAL lock_timeout to the time left, so a lock wait ends as
-//      Cancelled instead of outliving the caller.
+//   2. A write: BEGIN READ WRITE and, when the call has a deadline,
+//      SET LOCAL lock_timeout to the time left (one round trip), so a lock
+//      wait ends as Cancelled instead of outliving the caller. A read runs
+//      its statements in autocommit, each in a snapshot of its own — what
+//      READ COMMITTED gives inside a transaction too — saving the BEGIN and
+//      COMMIT round trips; the pool's sessions default to read-only
+//      transactions (kReadOnlyByDefault), so a write in a read is refused.
 //   3. The body. If it returns OK while the transaction has failed (a
 //      statement errored and the body — application code in a Tx — carried
 //      on), the transaction is rolled back and the call fails: PostgreSQL
@@ -32,6 +36,10 @@
 namespace mqlite::pg_internal {
 
 inline constexpr int kMaxAttempts = 5;
+
+// Session setup RunTransaction needs from the pool (PgPoolOptions::
+// session_setup): a statement outside BEGIN READ WRITE cannot write.
+inline constexpr char kReadOnlyByDefault[] = "SET default_transaction_read_only TO on";
 
 struct TxnCounters {
   int attempts = 0;  // bodies run by the last call

@@ -1,6 +1,7 @@
 // The PostgreSQL store's §11 pins, for its kit profile: every statement the
-// store prepares (queries.h) is EXPLAINed (FORMAT JSON) as the store's
-// sessions plan it (custom plans: queries.h), on an ANALYZEd data set of 100,000 messages and 20,000
+// store runs (queries.h) is EXPLAINed (FORMAT JSON) with the plans the
+// server may use for it — custom, and generic unless it is planned each
+// time — on an ANALYZEd data set of 100,000 messages and 20,000
 // records of each idempotency kind: each seeks its named index, none scans
 // or sorts the backlog (the few that are proportional to a queue by
 // definition say why); and a claim of 10 touches the same shared buffers

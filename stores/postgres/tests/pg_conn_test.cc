@@ -273,6 +273,41 @@ TEST_F(PgTest, Spec10_AKilledSessionFailsBeforeCommitAndThePoolReplacesIt) {
   EXPECT_EQ(CountRows(), 2) << "nothing of the killed transaction committed";
 }
 
+// The same kill with COMMIT as the next thing sent (a Tx whose callback
+// ended while its session was being killed): the session's FATAL is already
+// waiting, so COMMIT is known never to have run — Unavailable, lost before
+// COMMIT, not OutcomeUnknown. Statements sent with the COMMIT change nothing.
+TEST_F(PgTest, Spec10_ASessionKilledBeforeCommitWasSentIsLostBeforeNotUnknown) {
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgPool> pool, PgPool::Create(PoolOptions(1)));
+  MQ_ASSERT_OK_AND_ASSIGN(PgPool::Lease l, pool->Acquire({}, "victim"));
+  MQ_ASSERT_OK(l->Simple("BEGIN", "begin"));
+  MQ_ASSERT_OK(l->Simple("INSERT INTO " + table_ + " VALUES (30, 'lost')", "insert"));
+  l->BeforeCommit("SELECT pg_notify('mqlite_test', '1')");
+  MQ_ASSERT_OK(admin_->Simple("SELECT pg_terminate_backend(" +
+                                  std::to_string(PQbackendPID(l->raw())) + ")",
+                              "terminate"));
+  const Status s = l->Commit();
+  MQ_EXPECT_CODE(s, kUnavailable);
+  EXPECT_EQ(l->last_error().failure, Failure::kLostBefore) << s.ToString();
+  EXPECT_EQ(CountRows(), 2) << "nothing committed";
+}
+
+// A statement sent with the COMMIT that fails makes the COMMIT a ROLLBACK:
+// nothing commits, and the failure is the statement's own.
+TEST_F(PgTest, AFailingStatementSentWithCommitCommitsNothing) {
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgPool> pool, PgPool::Create(PoolOptions(1)));
+  MQ_ASSERT_OK_AND_ASSIGN(PgPool::Lease l, pool->Acquire({}, "t"));
+  MQ_ASSERT_OK(l->Simple("BEGIN", "begin"));
+  MQ_ASSERT_OK(l->Simple("INSERT INTO " + table_ + " VALUES (31, 'lost')", "insert"));
+  l->BeforeCommit("SELECT 1/0");
+  const Status s = l->Commit();
+  MQ_EXPECT_CODE(s, kInternal);
+  EXPECT_EQ(l->last_error().failure, Failure::kOther) << s.ToString();
+  EXPECT_NE(std::string(s.message()).find("22012"), std::string::npos) << s.ToString();
+  l->Rollback();
+  EXPECT_EQ(CountRows(), 2) << "nothing committed";
+}
+
 // A lease given back inside a transaction is rolled back before reuse: the
 // next caller never inherits half a transaction.
 TEST_F(PgTest, ALeaseGivenBackMidTransactionIsRolledBack) {

@@ -32,7 +32,8 @@ class TxnRunnerTest : public ::testing::Test {
     table_ = "mqlite_txn_test_" + std::to_string(::getpid());
     MQ_ASSERT_OK(admin_->Simple("DROP TABLE IF EXISTS " + table_, "drop"));
     MQ_ASSERT_OK(admin_->Simple("CREATE TABLE " + table_ + " (id bigint PRIMARY KEY)", "create"));
-    Result<std::unique_ptr<PgPool>> pool = PgPool::Create({.url = TestUrl(), .max_connections = 2});
+    Result<std::unique_ptr<PgPool>> pool = PgPool::Create(
+        {.url = TestUrl(), .max_connections = 2, .session_setup = {kReadOnlyByDefault}});
     ASSERT_TRUE(pool.has_value()) << pool.status().ToString();
     pool_ = std::move(*pool);
   }
@@ -177,6 +178,9 @@ TEST_F(TxnRunnerTest, Spec10_ABodyThatSwallowsAFailedStatementFails) {
   EXPECT_EQ(pool_->idle_connections(), 1) << "the connection was rolled back and reused";
 }
 
+// Reads run without BEGIN/COMMIT (each statement its own snapshot, as
+// READ COMMITTED gives anyway) on sessions whose transactions default to
+// read-only: a write in a read is refused by the server.
 TEST_F(TxnRunnerTest, ReadsRunReadOnly) {
   const Status s = RunTransaction(*pool_, RunOptions{}, true, "Peek",
                                   [&](PgConn& c) -> Status { return Insert(c, 1); });
