@@ -82,9 +82,8 @@ mqlite_install_component(core     TARGET mqlite_core     INCLUDE_DIR core/includ
 mqlite_install_component(sqlite   TARGET mqlite_sqlite   INCLUDE_DIR stores/sqlite/include  DEPENDENCIES SQLite3)
 mqlite_install_component(memory   TARGET mqlite_memory   INCLUDE_DIR stores/memory/include)
 mqlite_install_component(tck      TARGET mqlite_tck      INCLUDE_DIR tck/include            DEPENDENCIES GTest Threads)
-# When they land (targets that do not exist are skipped):
 mqlite_install_component(lmdb     TARGET mqlite_lmdb     INCLUDE_DIR stores/lmdb/include    DEPENDENCIES LMDB FIND_MODULES cmake/FindLMDB.cmake)
-# mqlite_install_component(postgres TARGET mqlite_postgres INCLUDE_DIR stores/postgres/include DEPENDENCIES PostgreSQL)
+mqlite_install_component(postgres TARGET mqlite_postgres INCLUDE_DIR stores/postgres/include DEPENDENCIES PostgreSQL Threads)
 
 # ---- Package config and version ---------------------------------------------
 get_property(MQLITE_INSTALLED_COMPONENTS GLOBAL PROPERTY MQLITE_INSTALLED_COMPONENTS)

@@ -2,10 +2,10 @@
 // a grade table — each guarantee G1–G8 and the store's performance pins,
 // pass/fail with the tests behind it.
 //
-//   mqlite-tck --store sqlite[:DIR] | lmdb[:DIR] | memory[:shared]
+//   mqlite-tck --store sqlite[:DIR] | lmdb[:DIR] | postgres:URL|@FILE | memory[:shared]
 //              [--durability normal|full|process_only]
 //              [--rerun] [--json FILE|-] [--filter PATTERN]
-//   (--durability: the SPEC §10 level every sqlite/lmdb open uses; default normal)
+//   (--durability: the SPEC §10 level every sqlite/lmdb/postgres open uses; default normal)
 //   (--rerun: every rerunnable store body runs twice, the first attempt rolled
 //    back — the rerun harness, tck::WithRerun)
 //   mqlite-tck --store sqlite --mutant NAME --expect-fail   (the kit must fail)
