@@ -2,7 +2,10 @@
 # Quick start, step 2 (and what CI runs, through .ci/run): install the
 # dependencies, then build and test three configurations from CMakePresets.json:
 #
-#   default  RelWithDebInfo, every test (unit, store, integration, packaging)
+#   default  RelWithDebInfo, every test (unit, store, integration, packaging);
+#            ctest runs 3 at once on 2 cores: the two whole-kit runs against
+#            PostgreSQL (grade, rerun) mostly wait on the server, and would
+#            otherwise hold both slots for two minutes
 #   asan     AddressSanitizer + UBSan, every test but the runner's grade
 #            tables, the rerun harness runs and the LMDB tiny-map kit run
 #            (labels `grade`, `rerun`, `map_growth`: they repeat the kit

@@ -17,7 +17,8 @@
 //   puts two unrelated calls in one transaction — then PostgreSQL's deadlock
 //   detector breaks it and the body reruns (serialisation failure rules).
 // - Every transition compares-and-sets the state, token and lease it read
-//   (MQ_CAS); a maintenance step that loses the race skips the row.
+//   (MQ_CAS). Maintenance and claims never wait: they lock rows with
+//   FOR UPDATE SKIP LOCKED and only try group locks, skipping what is busy.
 // - Dedup keys and attempt ids take an advisory transaction lock on the key
 //   before they are read (FindDedup, FindAttempt), so two engines never both
 //   miss one.
@@ -499,10 +500,11 @@ class PgTxn final : public StoreTxn {
   }
 
   // ---- Maintenance ----
-  // Safe to run in every engine at once: rows are chosen without locks,
-  // each transition is a CAS, and a step that would change a group's
-  // membership only tries the group's lock. A row lost to another
-  // transaction is skipped and not counted.
+  // Safe to run in every engine at once, and never waits: the rows a step
+  // changes are locked as they are chosen (FOR UPDATE SKIP LOCKED: a row
+  // another transaction holds is left for the next pass), a step that would
+  // change a group's membership only tries the group's lock, and each
+  // transition is still a CAS. A row skipped is not counted.
 
   Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
     MQLITE_ASSIGN_OR_RETURN(PgResult r,
@@ -770,7 +772,7 @@ class PgTxn final : public StoreTxn {
     return Status::Internal("Apply: a claim verdict outside Claim");
   }
 
-  // A maintenance step on a row read without a lock: one that leaves its
+  // A maintenance step on a row it has locked: one that leaves its
   // group needs the group's lock and skips the row when it is busy.
   Result<bool> MaintainRow(const QueueRecord& queue, const RowRef& r, const Verdict& v,
                            int64_t now) {

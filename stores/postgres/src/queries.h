@@ -234,12 +234,17 @@ inline constexpr QueryText kQueries[] = {
      "WITH due AS MATERIALIZED (SELECT seq FROM {s}.messages WHERE queue_id = $1 "
      "AND state = 3 AND visible_at <= $2 ORDER BY visible_at LIMIT $3 FOR UPDATE SKIP LOCKED) "
      "UPDATE {s}.messages m SET state = 0 FROM due WHERE m.seq = due.seq"},
+    // Maintenance never waits on a row: it locks what it will change up
+    // front and skips rows another transaction holds (a settle, a claim,
+    // another engine's pass) — waiting, in an order that differs between
+    // transactions, is how deadlocks start.
     {Q::kExpiredLeases, "mq_expired_leases",
      "SELECT " MQ_REF_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 1 "
-     "AND locked_until <= $2 ORDER BY locked_until LIMIT $3"},
+     "AND locked_until <= $2 ORDER BY locked_until LIMIT $3 FOR UPDATE SKIP LOCKED"},
     {Q::kExpiredTtl, "mq_expired_ttl",
      "SELECT " MQ_REF_COLS " FROM {s}.messages WHERE queue_id = $1 AND expires_at > 0 "
-     "AND state IN (0, 2, 3) AND expires_at <= $2 ORDER BY expires_at LIMIT $3"},
+     "AND state IN (0, 2, 3) AND expires_at <= $2 ORDER BY expires_at LIMIT $3 "
+     "FOR UPDATE SKIP LOCKED"},
     {Q::kDlqTotals, "mq_dlq_totals",
      "SELECT count(*), coalesce(sum(body_size), 0) FROM {s}.messages "
      "WHERE queue_id = $1 AND state = 4"},

@@ -8,6 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -267,6 +272,345 @@ TEST_F(PgStoreTest, Spec10_ASessionKilledInsideATxFailsItWithNothingCommitted) {
   auto stats = e->Stats("q");
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->total, 0);
+}
+
+// ---- Deterministic two-session interleavings (spec.md §9 "Shared stores") ----
+//
+// Engine A runs on a PausingStore: its transaction stops right after a
+// chosen operation returned — inside the transaction, holding whatever
+// locks that operation took — until the test releases it. Engine B, on its
+// own store and pool, then makes the racing call. Each test checks B cannot
+// get past A's uncommitted change, and that the outcome after both commit is
+// the one the contract requires (what a store without the rule gets wrong
+// is named in each test).
+
+class PausingStore : public StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+
+  // The next transaction to finish `op` pauses right after it.
+  void Arm(std::string op) {
+    std::lock_guard<std::mutex> l(mu_);
+    armed_ = std::move(op);
+    paused_ = released_ = false;
+  }
+  bool WaitPaused() {
+    std::unique_lock<std::mutex> l(mu_);
+    return cv_.wait_for(l, std::chrono::seconds(30), [&] { return paused_; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ protected:
+  std::unique_ptr<StoreTxn> WrapTxn(StoreTxn* inner) override {
+    class Txn : public StoreTxnWrapper {
+     public:
+      Txn(StoreTxn* t, PausingStore* o) : StoreTxnWrapper(t), o_(o) {}
+      Result<std::vector<int64_t>> Enqueue(const QueueRecord& q,
+                                           std::span<const EnqueueItem> items) override {
+        auto r = StoreTxnWrapper::Enqueue(q, items);
+        o_->Hit("Enqueue");
+        return r;
+      }
+      Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& req) override {
+        auto r = StoreTxnWrapper::Settle(q, req);
+        o_->Hit("Settle");
+        return r;
+      }
+      Result<std::vector<Message>> Claim(const QueueRecord& q, const ClaimRequest& req) override {
+        auto r = StoreTxnWrapper::Claim(q, req);
+        o_->Hit("Claim");
+        return r;
+      }
+      Result<int64_t> ReclaimLocks(const QueueRecord& q, int64_t now, bool all,
+                                   int64_t limit) override {
+        auto r = StoreTxnWrapper::ReclaimLocks(q, now, all, limit);
+        if (r.ok() && *r > 0) o_->Hit("ReclaimLocks");
+        return r;
+      }
+
+     private:
+      PausingStore* o_;
+    };
+    return std::make_unique<Txn>(inner, this);
+  }
+
+ private:
+  void Hit(const char* op) {
+    std::unique_lock<std::mutex> l(mu_);
+    if (armed_ != op) return;
+    armed_.clear();
+    paused_ = true;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return released_; });
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string armed_;
+  bool paused_ = false, released_ = false;
+};
+
+class PgInterleavingTest : public PgStoreTest {
+ protected:
+  void SetUp() override {
+    PgStoreTest::SetUp();
+    EngineOptions eo;
+    eo.clock = &clock_;
+    eo.background_maintenance = false;
+    auto store = OpenPostgresStore(Options());
+    ASSERT_TRUE(store.has_value()) << store.status().ToString();
+    auto pausing = std::make_unique<PausingStore>(std::move(*store));
+    pausing_ = pausing.get();
+    auto a = Engine::Open(std::move(pausing), eo);
+    ASSERT_TRUE(a.has_value()) << a.status().ToString();
+    a_ = std::move(*a);
+    b_ = OpenEngine(eo);
+    ASSERT_NE(b_, nullptr);
+    MQ_ASSERT_OK(a_->CreateQueue({.name = "q", .lock_duration_ms = 1000,
+                                  .dedup_window_ms = 60'000})
+                     .status());
+  }
+  void TearDown() override {
+    if (a_) (void)a_->Close();
+    if (b_) (void)b_->Close();
+    PgStoreTest::TearDown();
+  }
+
+  // Runs `first` on A until it pauses after `op`, then `second` on B; checks
+  // B is still waiting while A holds its change, releases A, and returns
+  // once both finished.
+  template <typename F1, typename F2>
+  void Interleave(const std::string& op, F1 first, F2 second, bool b_must_wait = true) {
+    pausing_->Arm(op);
+    std::thread ta(first);
+    ASSERT_TRUE(pausing_->WaitPaused()) << "A never reached " << op;
+    std::atomic<bool> b_done{false};
+    std::thread tb([&] {
+      second();
+      b_done.store(true);
+    });
+    if (b_must_wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      EXPECT_FALSE(b_done.load()) << "B got past A's uncommitted " << op;
+    }
+    pausing_->Release();
+    ta.join();
+    tb.join();
+  }
+
+  ManualClock clock_;
+  PausingStore* pausing_ = nullptr;
+  std::unique_ptr<Engine> a_, b_;
+};
+
+// Two sends into one empty group: B waits for A's group lock, then sees A's
+// message and joins behind it. (Unserialised, both would become heads and a
+// receive would hand out both at once.)
+TEST_F(PgInterleavingTest, Spec5_TwoSendsIntoOneGroupMakeOneHead) {
+  Result<int64_t> sa = Status::Internal("not run"), sb = Status::Internal("not run");
+  Interleave(
+      "Enqueue", [&] { sa = a_->Send("q", {.body = "a", .group_id = std::string("g")}); },
+      [&] { sb = b_->Send("q", {.body = "b", .group_id = std::string("g")}); });
+  ASSERT_TRUE(sa.ok() && sb.ok()) << sa.status().ToString() << " " << sb.status().ToString();
+  EXPECT_LT(*sa, *sb) << "within a group seqs commit in increasing order";
+  auto got = b_->Receive("q", {.max_messages = 10});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u) << "one head per group";
+  EXPECT_EQ((*got)[0].seq, *sa);
+  MQ_ASSERT_OK(b_->Complete("q", (*got)[0].seq, (*got)[0].lock_token));
+  got = b_->Receive("q", {.max_messages = 10});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].seq, *sb);
+}
+
+// A head's Complete racing a send into its group: B's send waits, then finds
+// the group empty and becomes its head. (Unserialised, B would see the head
+// still there, join behind it, and the group would have no head for good.)
+TEST_F(PgInterleavingTest, Spec5_SendRacingTheHeadsCompleteBecomesTheHead) {
+  MQ_ASSERT_OK(a_->Send("q", {.body = "h", .group_id = std::string("g")}).status());
+  auto head = a_->Receive("q");
+  ASSERT_TRUE(head.ok() && head->size() == 1u);
+  Status done = Status::Internal("not run");
+  Result<int64_t> sent = Status::Internal("not run");
+  Interleave(
+      "Settle", [&] { done = a_->Complete("q", (*head)[0].seq, (*head)[0].lock_token); },
+      [&] { sent = b_->Send("q", {.body = "n", .group_id = std::string("g")}); });
+  MQ_ASSERT_OK(done);
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  auto got = b_->Receive("q");
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u) << "the group was left without a head";
+  EXPECT_EQ((*got)[0].seq, *sent);
+}
+
+// The same dedup key from two engines: B's lookup waits on the key's lock,
+// then finds A's record. (Unlocked, both would miss and both would send.)
+TEST_F(PgInterleavingTest, Spec4_TheSameDedupKeyFromTwoEnginesSendsOnce) {
+  Result<int64_t> sa = Status::Internal("not run"), sb = Status::Internal("not run");
+  Interleave(
+      "Enqueue", [&] { sa = a_->Send("q", {.body = "x", .message_id = std::string("k")}); },
+      [&] { sb = b_->Send("q", {.body = "x", .message_id = std::string("k")}); });
+  ASSERT_TRUE(sa.ok() && sb.ok()) << sa.status().ToString() << " " << sb.status().ToString();
+  EXPECT_EQ(*sa, *sb) << "the second send is the first one's duplicate";
+  auto stats = b_->Stats("q");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->total, 1);
+}
+
+// The same receive attempt id from two engines: B waits on the id's lock,
+// then returns A's batch — same seqs, same tokens — and claims nothing new.
+TEST_F(PgInterleavingTest, Spec7_3_TheSameAttemptIdFromTwoEnginesClaimsOneBatch) {
+  // Distinct bodies: the queue de-duplicates (a body is its own key, SPEC §4).
+  for (int i = 0; i < 4; ++i) MQ_ASSERT_OK(a_->Send("q", {.body = "m" + std::to_string(i)}).status());
+  Result<std::vector<Message>> ra = Status::Internal("not run"), rb = Status::Internal("not run");
+  const ReceiveOptions o{.max_messages = 2, .attempt_id = std::string("att")};
+  Interleave("Claim", [&] { ra = a_->Receive("q", o); }, [&] { rb = b_->Receive("q", o); });
+  ASSERT_TRUE(ra.ok() && rb.ok()) << ra.status().ToString() << " " << rb.status().ToString();
+  ASSERT_EQ(ra->size(), 2u);
+  ASSERT_EQ(rb->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*ra)[i].seq, (*rb)[i].seq);
+    EXPECT_EQ((*ra)[i].lock_token, (*rb)[i].lock_token);
+  }
+  auto stats = b_->Stats("q");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->locked, 2);
+  EXPECT_EQ(stats->active, 2);
+}
+
+// Reclaim against re-claim: A's maintenance returns a lapsed lease to active
+// and pauses; B's receive cannot take the row A holds (it waits, or skips
+// it), and once A commits the message is claimed exactly once more — and the
+// first holder's token is dead.
+TEST_F(PgInterleavingTest, Spec6_AReclaimedLeaseIsClaimedOnceAndTheOldTokenIsDead) {
+  MQ_ASSERT_OK(a_->Send("q", {.body = "m"}).status());
+  auto first = a_->Receive("q");
+  ASSERT_TRUE(first.ok() && first->size() == 1u);
+  clock_.Advance(2'000);  // past the 1 s lease
+  Result<std::vector<Message>> rb = Status::Internal("not run");
+  Interleave(
+      "ReclaimLocks", [&] { ASSERT_TRUE(a_->RunMaintenance().ok()); },
+      [&] { rb = b_->Receive("q"); }, /*b_must_wait=*/false);
+  ASSERT_TRUE(rb.ok()) << rb.status().ToString();
+  auto ra = a_->Receive("q");
+  ASSERT_TRUE(ra.ok());
+  EXPECT_EQ(rb->size() + ra->size(), 1u) << "claimed " << rb->size() + ra->size() << " times";
+  const std::vector<Message>& again = rb->empty() ? *ra : *rb;
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].delivery_count, 2);
+  MQ_EXPECT_CODE(a_->Complete("q", (*first)[0].seq, (*first)[0].lock_token), kLockLost);
+}
+
+// ---- A server restart mid-workload -----------------------------------------------
+
+// Sends (each with a message id, resent on any failure: SPEC §4 dedup makes
+// a resend of a send that did commit return its seq) and receive/complete
+// loops run while the server is restarted with an immediate shutdown, on a
+// cluster of this test's own. Afterwards: every message id was sent as
+// exactly one message (nothing applied twice), every one was completed and
+// the queue is empty (nothing lost).
+TEST_F(PgStoreTest, Spec10_AServerRestartMidWorkloadLosesNothingAndAppliesNothingTwice) {
+  if (std::system("ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no local PostgreSQL binaries to run a cluster of this test's own";
+  }
+  const std::string state = "/tmp/mqlite-pg-restart-" + std::to_string(::getpid());
+  const std::string script = MQLITE_PG_CLUSTER_SCRIPT;
+  ASSERT_EQ(std::system(("env -u MQLITE_TEST_PG_URL bash " + script + " start " + state +
+                         " >/dev/null").c_str()),
+            0);
+  struct Stop {
+    std::string cmd;
+    ~Stop() { (void)std::system(cmd.c_str()); }
+  } stop{"bash " + script + " stop " + state + " >/dev/null"};
+  std::string url;
+  {
+    std::ifstream in(state + "/url");
+    ASSERT_TRUE(std::getline(in, url));
+  }
+  PostgresOptions o;
+  o.url = url;
+  o.schema = "restart";
+  auto store = OpenPostgresStore(o);
+  ASSERT_TRUE(store.has_value()) << store.status().ToString();
+  auto opened = Engine::Open(std::move(*store), {});
+  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
+  Engine& e = **opened;
+  MQ_ASSERT_OK(e.CreateQueue({.name = "q", .dedup_window_ms = 600'000}).status());
+
+  constexpr int kMessages = 300;
+  std::mutex mu;
+  std::map<std::string, std::set<int64_t>> seqs_of;  // message id -> seqs it was sent as
+  std::map<int64_t, int> completed;
+  std::atomic<bool> sending{true};
+  std::atomic<int> errors{0};
+  std::thread producer([&] {
+    for (int i = 0; i < kMessages; ++i) {
+      const std::string id = "m" + std::to_string(i);
+      for (int attempt = 0;; ++attempt) {
+        auto seq = e.Send("q", {.body = id, .message_id = id});
+        if (seq.ok()) {
+          std::lock_guard<std::mutex> l(mu);
+          seqs_of[id].insert(*seq);
+          break;
+        }
+        errors.fetch_add(1);
+        if (attempt > 200) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    sending.store(false);
+  });
+  std::thread consumer([&] {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    for (;;) {
+      if (std::chrono::steady_clock::now() > give_up) return;
+      auto got = e.Receive("q", {.max_messages = 8});
+      if (!got.ok()) {
+        errors.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      if (got->empty()) {
+        if (!sending.load()) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      for (const Message& m : *got) {
+        // Retried until it is known to have happened: a receipt (§7.2)
+        // answers a retry of a complete that did commit.
+        for (int attempt = 0; attempt < 200; ++attempt) {
+          const Status s = e.Complete("q", m.seq, m.lock_token);
+          if (s.ok()) {
+            std::lock_guard<std::mutex> l(mu);
+            ++completed[m.seq];
+            break;
+          }
+          errors.fetch_add(1);
+          if (s.code() == StatusCode::kLockLost) break;  // redelivered later
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(std::system(("bash " + script + " restart " + state + " >/dev/null").c_str()), 0);
+  producer.join();
+  consumer.join();
+  std::printf("[ restart ] %d failed calls retried across the restart\n", errors.load());
+  ASSERT_EQ(seqs_of.size(), static_cast<size_t>(kMessages)) << "a send never succeeded";
+  for (const auto& [id, seqs] : seqs_of) {
+    EXPECT_EQ(seqs.size(), 1u) << id << " was sent as " << seqs.size() << " messages";
+    for (int64_t seq : seqs) EXPECT_GE(completed[seq], 1) << id << " never completed";
+  }
+  auto stats = e.Stats("q");
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->total, 0) << "messages left behind";
+  (void)e.Close();
 }
 
 }  // namespace

@@ -16,12 +16,16 @@
 #
 # stop: stops and deletes the cluster `start` made, if any (immediate mode:
 # it holds nothing worth keeping).
+#
+# restart: an immediate shutdown and a start with the same options, of the
+# cluster `start` made in STATE_DIR (the store's server-restart test starts
+# one of its own for this, so the shared test server is never restarted).
 set -euo pipefail
 
 cmd="${1:-}"
 state="${2:-}"
 if [[ -z "$cmd" || -z "$state" ]]; then
-  echo "usage: $0 start|stop STATE_DIR" >&2
+  echo "usage: $0 start|stop|restart STATE_DIR" >&2
   exit 2
 fi
 
@@ -89,8 +93,22 @@ case "$cmd" in
     fi
     rm -f "$state/url"
     ;;
+  restart)
+    # An immediate shutdown (what a crash looks like to clients: sessions cut,
+    # no checkpoint) and a start with the same options; for the store's
+    # server-restart test, on a cluster of its own.
+    if [[ ! -f "$state/cluster" ]]; then
+      echo "pg_test_cluster: no cluster of ours in $state to restart" >&2
+      exit 1
+    fi
+    dir="$(cat "$state/cluster")"
+    bin="$(pg_bin)"
+    as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 60 \
+      restart >/dev/null
+    echo "pg_test_cluster: restarted $dir"
+    ;;
   *)
-    echo "usage: $0 start|stop STATE_DIR" >&2
+    echo "usage: $0 start|stop|restart STATE_DIR" >&2
     exit 2
     ;;
 esac
