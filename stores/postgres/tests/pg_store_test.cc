@@ -525,7 +525,7 @@ TEST_F(PgStoreTest, Spec10_AServerRestartMidWorkloadLosesNothingAndAppliesNothin
   struct Stop {
     std::string cmd;
     ~Stop() { (void)std::system(cmd.c_str()); }
-  } stop{"bash " + script + " stop " + state + " >/dev/null"};
+  } stop{"bash " + script + " stop " + state + " >/dev/null; rm -rf " + state};
   std::string url;
   {
     std::ifstream in(state + "/url");
