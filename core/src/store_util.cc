@@ -293,6 +293,13 @@ Result<void*> NativeHandleOf(TxContext& tx, std::string_view type, std::string_v
   return handle;
 }
 
+void AsReceivedAndDeleted(Message* m) {
+  m->delivery_count += 1;
+  m->state = MessageState::kActive;
+  m->lock_token = LockToken{};
+  m->locked_until = 0;
+}
+
 std::string EncodePropertyBlob(const std::map<std::string, std::string>& props) {
   std::string out;
   auto put = [&](const std::string& s) {

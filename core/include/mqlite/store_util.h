@@ -22,8 +22,10 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mqlite/status.h"
 #include "mqlite/store.h"
@@ -188,6 +190,68 @@ Status CheckClaimDeferred(const RowFacts* row, const QueueConfig& config, int64_
 Status CheckDeadLetterMessage(const RowFacts* row, int64_t seq);
 //   DeleteMessage (SPEC §6 operator paths): any state.
 Status CheckDeleteMessage(const RowFacts* row, int64_t seq);
+
+// SPEC §5 (StoreTxn::Claim, Receive-and-Delete): the copy a claim that
+// deletes returns — the row as it was, with delivery_count + 1, state
+// active, and no token or lease.
+void AsReceivedAndDeleted(Message* m);
+
+// What a store did with one claim candidate (ClaimInChunks' `take`).
+enum class ClaimTake {
+  kDelivered,  // locked (Peek-Lock) or deleted and returned: counts towards max_messages
+  kRetired,    // expired or dead-lettered (a non-kDeliver verdict applied): does not count
+  kBusy,       // left alone this time (e.g. its group is locked by another transaction)
+};
+
+// SPEC §5 (StoreTxn::Claim) for stores that read claim candidates in claim
+// order, a chunk at a time (the SQL stores): the batch rules, once. `fetch(n)`
+// returns up to n candidates — active heads of the queue, priority desc, seq
+// asc, as the store's claim index holds them now (Row: a RowFacts with `seq`
+// and `group_key`). `take(row, verdict)` applies the DecideClaim verdict
+// with the store's writes and says what it did. At most one message per
+// group per batch; a candidate whose group was already taken, or that
+// `take` left busy, is skipped and the next fetch widened by one. After a
+// grouped candidate is retired the chunk is read again, because the member
+// it promoted may outrank the rest of the chunk (exact in-batch order).
+template <class Row, class Fetch, class Take>
+Status ClaimInChunks(const ClaimRequest& req, const QueueConfig& config, Fetch&& fetch,
+                     Take&& take) {
+  int delivered = 0;
+  std::set<int64_t> skipped;           // seen and not taken: stay in the index
+  std::set<std::string> taken_groups;  // one message per group per batch
+  while (delivered < req.max_messages) {
+    const int64_t limit =
+        req.max_messages - delivered + static_cast<int64_t>(skipped.size());
+    MQLITE_ASSIGN_OR_RETURN(std::vector<Row> rows, fetch(limit));
+    bool progressed = false, newly_skipped = false;
+    for (const Row& r : rows) {
+      if (delivered >= req.max_messages) break;
+      if (skipped.count(r.seq)) continue;
+      if (r.group_key && taken_groups.count(*r.group_key)) {
+        skipped.insert(r.seq);
+        newly_skipped = true;
+        continue;
+      }
+      MQLITE_ASSIGN_OR_RETURN(ClaimTake t, take(r, DecideClaim(r, config, req.now)));
+      if (t == ClaimTake::kBusy) {
+        skipped.insert(r.seq);
+        newly_skipped = true;
+        continue;
+      }
+      progressed = true;
+      if (t == ClaimTake::kRetired) {
+        if (r.group_key) break;  // re-read: a promoted member may come first
+        continue;
+      }
+      ++delivered;
+      if (r.group_key) taken_groups.insert(*r.group_key);
+    }
+    // Done when the index holds nothing but skipped candidates; otherwise
+    // read again: claims and skips changed what the next read returns.
+    if (!progressed && (!newly_skipped || rows.size() < static_cast<size_t>(limit))) break;
+  }
+  return Status::OK();
+}
 
 // SPEC §2 (StoreTxn::UpsertQueue): InvalidArgument if the ordering changes
 // while the queue holds messages (their group keys were fixed at send).

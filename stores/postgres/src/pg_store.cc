@@ -300,66 +300,45 @@ class PgTxn final : public StoreTxn {
     MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
-    std::set<int64_t> skipped;           // locked by this claim, not taken (group busy or taken)
-    std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
-    while (static_cast<int>(out.size()) < req.max_messages) {
-      const int64_t limit = req.max_messages - static_cast<int64_t>(out.size()) +
-                            static_cast<int64_t>(skipped.size());
-      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kClaimCandidates, PgParams().I(queue.id).I(limit)));
-      const std::vector<RowRef> cands = ReadRefs(r);
-      bool progressed = false, newly_skipped = false;
-      for (const RowRef& c : cands) {
-        if (static_cast<int>(out.size()) >= req.max_messages) break;
-        if (skipped.count(c.seq)) continue;
-        if (c.group_key && taken_groups.count(*c.group_key)) {
-          skipped.insert(c.seq);  // widens the next query by one
-          newly_skipped = true;
-          continue;
-        }
-        const Verdict v = DecideClaim(c, queue.config, req.now);
-        const bool leaves_group = v.action != Verdict::Action::kDeliver || !peek_lock;
-        if (leaves_group && c.group_key) {
-          // Its group's membership changes: only if no one else is changing
-          // it right now (spec.md §9: a claim skips a busy group).
-          MQLITE_ASSIGN_OR_RETURN(bool got, TryGroupLock(queue.id, *c.group_key));
-          if (!got) {
-            skipped.insert(c.seq);
-            newly_skipped = true;
-            continue;
+    MQLITE_RETURN_IF_ERROR(ClaimInChunks<RowRef>(
+        req, queue.config,
+        [&](int64_t limit) -> Result<std::vector<RowRef>> {
+          MQLITE_ASSIGN_OR_RETURN(PgResult r,
+                                  X(Q::kClaimCandidates, PgParams().I(queue.id).I(limit)));
+          return ReadRefs(r);
+        },
+        [&](const RowRef& c, const Verdict& v) -> Result<ClaimTake> {
+          const bool leaves_group = v.action != Verdict::Action::kDeliver || !peek_lock;
+          if (leaves_group && c.group_key) {
+            // Its group's membership changes: only if no one else is
+            // changing it right now (spec.md §9: a claim skips a busy group).
+            MQLITE_ASSIGN_OR_RETURN(bool got, TryGroupLock(queue.id, *c.group_key));
+            if (!got) return ClaimTake::kBusy;
           }
-        }
-        progressed = true;
-        if (v.action != Verdict::Action::kDeliver) {
-          MQLITE_RETURN_IF_ERROR(Must(Apply(queue, c, v, req.now), "claim"));
-          // A promoted next member may outrank the rest of this chunk.
-          if (c.group_key) break;
-          continue;
-        }
-        if (peek_lock) {
-          MQLITE_ASSIGN_OR_RETURN(
-              PgResult u, X(Q::kLockMessage, PgParams()
-                                                 .I(c.seq)
-                                                 .I(kActive)
-                                                 .Bytes(TokenBytes(req.tokens[out.size()]))
-                                                 .I(req.locked_until)));
-          if (u.rows() != 1) return Status::Internal("claim: a locked candidate changed");
-          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, 0, queue.config.name));
-          out.push_back(std::move(m));
-        } else {
+          if (v.action != Verdict::Action::kDeliver) {
+            MQLITE_RETURN_IF_ERROR(Must(Apply(queue, c, v, req.now), "claim"));
+            return ClaimTake::kRetired;
+          }
+          if (peek_lock) {
+            MQLITE_ASSIGN_OR_RETURN(
+                PgResult u, X(Q::kLockMessage, PgParams()
+                                                   .I(c.seq)
+                                                   .I(kActive)
+                                                   .Bytes(TokenBytes(req.tokens[out.size()]))
+                                                   .I(req.locked_until)));
+            if (u.rows() != 1) return Status::Internal("claim: a locked candidate changed");
+            MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, 0, queue.config.name));
+            out.push_back(std::move(m));
+            return ClaimTake::kDelivered;
+          }
           MQLITE_ASSIGN_OR_RETURN(PgResult d, X(Q::kDeleteReturning, PgParams().I(c.seq)));
           if (d.rows() != 1) return Status::Internal("claim: a locked candidate vanished");
           MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(d, 0, queue.config.name));
-          m.delivery_count += 1;
-          m.state = MessageState::kActive;
-          m.lock_token = LockToken{};
-          m.locked_until = 0;
+          AsReceivedAndDeleted(&m);
           out.push_back(std::move(m));
           if (c.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *c.group_key));
-        }
-        if (c.group_key) taken_groups.insert(*c.group_key);
-      }
-      if (!progressed && (!newly_skipped || cands.size() < static_cast<size_t>(limit))) break;
-    }
+          return ClaimTake::kDelivered;
+        }));
     return out;
   }
 

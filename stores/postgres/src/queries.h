@@ -35,6 +35,12 @@ namespace mqlite::pg_internal {
 #define MQ_REF_COLS \
   "seq, state, is_head, group_key, body_size, expires_at, delivery_count, locked_until, lock_token"
 #define MQ_AGE_COLS "enqueued_at, expires_at, delivery_count, is_head"
+// Peek's seek of messages_state for one state (a string literal): $1 queue,
+// $2 from seq, $3 limit, $4 the state asked for or NULL for all.
+#define MQ_PEEK_STATE(st)                                                                  \
+  "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = " st         \
+  " AND seq > $2 AND ($4::smallint IS NULL OR $4::smallint = " st ") "                     \
+  "ORDER BY queue_id, state, seq LIMIT $3)"
 // $1 seq, $2 state, $3 token (NULL when unlocked), $4 locked_until.
 #define MQ_CAS \
   " WHERE seq = $1 AND state = $2 AND lock_token IS NOT DISTINCT FROM $3 AND locked_until = $4"
@@ -180,21 +186,8 @@ inline constexpr QueryText kQueries[] = {
     // Peek (one round trip): a seek of messages_state per state, merged by
     // seq; $4 = one state, or NULL for all (custom plans drop the others).
     {Q::kPeek, "mq_peek",
-     "SELECT * FROM ("
-     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND seq > $2 "
-     "AND ($4::smallint IS NULL OR $4::smallint = 0) ORDER BY queue_id, state, seq LIMIT $3) "
-     "UNION ALL "
-     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 1 AND seq > $2 "
-     "AND ($4::smallint IS NULL OR $4::smallint = 1) ORDER BY queue_id, state, seq LIMIT $3) "
-     "UNION ALL "
-     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 2 AND seq > $2 "
-     "AND ($4::smallint IS NULL OR $4::smallint = 2) ORDER BY queue_id, state, seq LIMIT $3) "
-     "UNION ALL "
-     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 3 AND seq > $2 "
-     "AND ($4::smallint IS NULL OR $4::smallint = 3) ORDER BY queue_id, state, seq LIMIT $3) "
-     "UNION ALL "
-     "(SELECT " MQ_MSG_COLS " FROM {s}.messages WHERE queue_id = $1 AND state = 4 AND seq > $2 "
-     "AND ($4::smallint IS NULL OR $4::smallint = 4) ORDER BY queue_id, state, seq LIMIT $3)"
+     "SELECT * FROM (" MQ_PEEK_STATE("0") " UNION ALL " MQ_PEEK_STATE("1") " UNION ALL "
+     MQ_PEEK_STATE("2") " UNION ALL " MQ_PEEK_STATE("3") " UNION ALL " MQ_PEEK_STATE("4")
      ") p ORDER BY seq LIMIT $3"},
     // Stats (one round trip): kind 0 rows are counts per state; kinds 1–3
     // the bounded walks for the oldest claimable message (store.h Stats):

@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -485,67 +484,40 @@ class SqliteTxn final : public StoreTxn {
     MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
-    std::set<int64_t> skipped;           // heads of groups already taken in this batch
-    std::set<std::string> taken_groups;  // SPEC §5: one message per group per batch
-    while (static_cast<int>(out.size()) < req.max_messages) {
-      const int64_t limit = req.max_messages - static_cast<int64_t>(out.size()) +
-                            static_cast<int64_t>(skipped.size());
-      std::vector<RowRef> cands;
-      {
-        Query q(c_, kClaimCandidates);
-        q.Int(queue.id).Int(limit);
-        for (;;) {
-          MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
-          if (!row) break;
-          cands.push_back(ReadRef(q));
-        }
-      }
-      bool progressed = false, newly_skipped = false;
-      for (const RowRef& r : cands) {
-        if (static_cast<int>(out.size()) >= req.max_messages) break;
-        if (skipped.count(r.seq)) continue;
-        if (r.group_key && taken_groups.count(*r.group_key)) {
-          skipped.insert(r.seq);  // widens the next query by one
-          newly_skipped = true;
-          continue;
-        }
-        progressed = true;
-        // A head that leaves here may promote the next member of its group,
-        // which can outrank the rest of this chunk: re-query after it, so the
-        // batch is always taken in exact priority/seq order.
-        const Verdict v = DecideClaim(r, queue.config, req.now);
-        if (v.action != Verdict::Action::kDeliver) {
-          MQLITE_RETURN_IF_ERROR(Apply(queue, r, v, req.now));
-          if (r.group_key) break;
-          continue;
-        }
-        if (peek_lock) {
-          Query u(c_, kLockMessage);
-          u.Token(req.tokens[out.size()]).Int(req.locked_until).Int(r.seq);
-          MQLITE_ASSIGN_OR_RETURN(bool row, u.Step());
-          if (!row) return Status::Internal("claim: row vanished");
-          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, queue.config.name));
-          out.push_back(std::move(m));
-        } else {
+    MQLITE_RETURN_IF_ERROR(ClaimInChunks<RowRef>(
+        req, queue.config,
+        [&](int64_t limit) -> Result<std::vector<RowRef>> {
+          std::vector<RowRef> rows;
+          Query q(c_, kClaimCandidates);
+          q.Int(queue.id).Int(limit);
+          MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
+          return rows;
+        },
+        [&](const RowRef& r, const Verdict& v) -> Result<ClaimTake> {
+          if (v.action != Verdict::Action::kDeliver) {
+            MQLITE_RETURN_IF_ERROR(Apply(queue, r, v, req.now));
+            return ClaimTake::kRetired;
+          }
+          if (peek_lock) {
+            Query u(c_, kLockMessage);
+            u.Token(req.tokens[out.size()]).Int(req.locked_until).Int(r.seq);
+            MQLITE_ASSIGN_OR_RETURN(bool row, u.Step());
+            if (!row) return Status::Internal("claim: row vanished");
+            MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, queue.config.name));
+            out.push_back(std::move(m));
+            return ClaimTake::kDelivered;
+          }
           Query d(c_, kDeleteReturning);
           d.Int(r.seq);
           MQLITE_ASSIGN_OR_RETURN(bool row, d.Step());
           if (!row) return Status::Internal("claim: row vanished");
           MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(d, queue.config.name));
           MQLITE_RETURN_IF_ERROR(d.Exec());  // finish the DELETE before promoting
-          m.delivery_count += 1;
-          m.state = MessageState::kActive;
-          m.lock_token = LockToken{};
-          m.locked_until = 0;
+          AsReceivedAndDeleted(&m);
           out.push_back(std::move(m));
           if (r.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *r.group_key));
-        }
-        if (r.group_key) taken_groups.insert(*r.group_key);
-      }
-      // Stop when the index has nothing left but skipped heads. Otherwise
-      // query again: claims or skips changed what the next query returns.
-      if (!progressed && (!newly_skipped || cands.size() < static_cast<size_t>(limit))) break;
-    }
+          return ClaimTake::kDelivered;
+        }));
     return out;
   }
 
