@@ -132,6 +132,13 @@ Status PgConn::Fail(const PGresult* r, std::string_view what, bool committing) {
 }
 
 Result<PgResult> PgConn::Query(std::string_view sql, std::string_view what) {
+  if (!deferred_.empty()) {
+    Command c;
+    c.sql = std::string(sql);
+    c.what = std::string(what);
+    return Pipeline(&c);
+  }
+  ++sent_;
   PgResult r(PQexec(conn_, std::string(sql).c_str()));
   const ExecStatusType st = r.get() ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) return Fail(r.get(), what);
@@ -148,15 +155,38 @@ Result<PgResult> PgConn::Exec(const Statement& st, const PgParams& params) {
   return Run(st, params.values_, params.formats_.data());
 }
 
+void PgConn::Defer(std::string sql, std::string_view what) {
+  Command c;
+  c.sql = std::move(sql);
+  c.what = std::string(what);
+  deferred_.push_back(std::move(c));
+}
+
+void PgConn::Defer(const Statement& st, const PgParams& params) {
+  Command c;
+  c.st = st;
+  c.values = params.values_;
+  c.formats = params.formats_;
+  c.what = st.name;
+  deferred_.push_back(std::move(c));
+}
+
+Status PgConn::Flush() {
+  if (deferred_.empty()) return Status::OK();
+  return Pipeline(nullptr).status();
+}
+
 Result<PgResult> PgConn::Run(const Statement& st,
                              std::span<const std::optional<std::string>> params,
                              const int* formats) {
-  if (!st.plan_each_time && !prepared_.contains(st.name)) {
-    PgResult p(PQprepare(conn_, st.name, st.sql, 0, nullptr));
-    if (!p.get() || PQresultStatus(p.get()) != PGRES_COMMAND_OK) {
-      return Fail(p.get(), std::string("prepare ") + st.name);
-    }
-    prepared_.insert(st.name);
+  if (!deferred_.empty() || (!st.plan_each_time && !prepared_.contains(st.name))) {
+    // Preparing, and whatever is deferred, go in the same round trip.
+    Command c;
+    c.st = st;
+    c.values.assign(params.begin(), params.end());
+    if (formats != nullptr) c.formats.assign(formats, formats + params.size());
+    c.what = st.name;
+    return Pipeline(&c);
   }
   std::vector<const char*> values(params.size());
   std::vector<int> lengths(params.size());
@@ -164,6 +194,7 @@ Result<PgResult> PgConn::Run(const Statement& st,
     values[i] = params[i] ? params[i]->data() : nullptr;
     lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
   }
+  ++sent_;
   PgResult r(st.plan_each_time
                  ? PQexecParams(conn_, st.sql, static_cast<int>(values.size()), nullptr,
                                 values.data(), lengths.data(), formats, 0)
@@ -175,33 +206,129 @@ Result<PgResult> PgConn::Run(const Statement& st,
   return r;
 }
 
+bool PgConn::SendCommand(const Command& c) {
+  std::vector<const char*> values(c.values.size());
+  std::vector<int> lengths(c.values.size());
+  for (size_t i = 0; i < c.values.size(); ++i) {
+    values[i] = c.values[i] ? c.values[i]->data() : nullptr;
+    lengths[i] = c.values[i] ? static_cast<int>(c.values[i]->size()) : 0;
+  }
+  const int n = static_cast<int>(values.size());
+  const int* formats = c.formats.empty() ? nullptr : c.formats.data();
+  ++sent_;
+  if (!c.sql.empty()) {
+    return PQsendQueryParams(conn_, c.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
+  }
+  if (c.st.plan_each_time) {
+    return PQsendQueryParams(conn_, c.st.sql, n, nullptr, values.data(), lengths.data(), formats,
+                             0) != 0;
+  }
+  return PQsendQueryPrepared(conn_, c.st.name, n, values.data(), lengths.data(), formats, 0) != 0;
+}
+
+Result<PgResult> PgConn::Pipeline(Command* last, bool committing) {
+  std::vector<Command> commands = std::move(deferred_);
+  deferred_.clear();
+  if (last != nullptr) commands.push_back(std::move(*last));
+  // What each result the server sends back is for: a PREPARE (named) or a
+  // command (its index).
+  struct Expect {
+    const char* prepared = nullptr;
+    size_t command = 0;
+    std::string what;
+  };
+  std::vector<Expect> expects;
+  std::set<std::string, std::less<>> preparing;
+  bool sent_all = PQenterPipelineMode(conn_) != 0;
+  for (size_t i = 0; sent_all && i < commands.size(); ++i) {
+    const Command& c = commands[i];
+    if (c.sql.empty() && !c.st.plan_each_time && !prepared_.contains(c.st.name) &&
+        !preparing.contains(c.st.name)) {
+      if (PQsendPrepare(conn_, c.st.name, c.st.sql, 0, nullptr) == 0) {
+        sent_all = false;
+        break;
+      }
+      preparing.insert(c.st.name);
+      expects.push_back({c.st.name, i, std::string("prepare ") + c.st.name});
+    }
+    if (!SendCommand(c)) {
+      sent_all = false;
+      break;
+    }
+    expects.push_back({nullptr, i, c.what});
+  }
+  const size_t last_index = commands.size() - 1;
+  if (!sent_all || PQpipelineSync(conn_) == 0) {
+    // Nothing could be sent (the connection is gone): nothing ran.
+    (void)PQexitPipelineMode(conn_);
+    return Fail(nullptr, expects.empty() ? std::string_view("pipeline") : expects.back().what);
+  }
+  // One result per PREPARE and command, each followed by a null; a command
+  // after a failed one comes back PGRES_PIPELINE_ABORTED (it never ran).
+  // When committing, a failure the server reported (with a SQLSTATE) before
+  // the COMMIT means the COMMIT never ran; any other failure may have come
+  // after it did.
+  Status failed;
+  PgResult out;
+  bool lost = false;
+  for (const Expect& e : expects) {
+    PGresult* raw = PQgetResult(conn_);
+    if (raw == nullptr) {  // the connection went
+      if (failed.ok()) failed = Fail(nullptr, e.what, committing);
+      lost = true;
+      break;
+    }
+    PgResult r(raw);
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+    const ExecStatusType st = PQresultStatus(r.get());
+    if (st == PGRES_PIPELINE_ABORTED) continue;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      if (failed.ok()) {
+        const bool server_said = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) != nullptr;
+        const bool before_commit = e.command < last_index;
+        failed = Fail(r.get(), e.what, committing && !(before_commit && server_said));
+        if (e.command < last_index || last == nullptr) spoiled_ = failed;
+      }
+      continue;
+    }
+    if (e.prepared != nullptr) {
+      prepared_.insert(e.prepared);
+    } else if (e.command == last_index) {
+      out = std::move(r);
+    }
+  }
+  if (!lost) {
+    PgResult sync(PQgetResult(conn_));
+    if (sync.get() == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) {
+      if (failed.ok()) failed = Fail(sync.get(), "pipeline sync", committing);
+    }
+  }
+  (void)PQexitPipelineMode(conn_);
+  if (!failed.ok()) return failed;
+  last_ = PgError{};
+  return out;
+}
+
 Status PgConn::Commit() {
-  const std::string sql = std::move(before_commit_) + "COMMIT";
-  const int before = before_commit_count_;
-  before_commit_.clear();
-  before_commit_count_ = 0;
   // A session the server has already ended (pg_terminate_backend, a
   // shutdown) left its FATAL in the socket: read it first, and the failure
   // is "lost before COMMIT", which is certain, not "outcome unknown".
-  if (PQconsumeInput(conn_) == 0 || broken()) return Fail(nullptr, "COMMIT");
-  if (PQsendQuery(conn_, sql.c_str()) == 0) return Fail(nullptr, "COMMIT", /*committing=*/true);
-  // One result per statement, COMMIT's last. A statement before COMMIT that
-  // the server itself failed (it sent an error with a SQLSTATE) means it
-  // never ran the COMMIT; any other failure may have come after it did.
-  PgResult last;
-  Status failed;
-  for (int i = 0;; ++i) {
-    PgResult r(PQgetResult(conn_));
-    if (r.get() == nullptr) break;
-    const ExecStatusType s = PQresultStatus(r.get());
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK && failed.ok()) {
-      const bool server_said = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) != nullptr;
-      failed = Fail(r.get(), i < before ? "before COMMIT" : "COMMIT",
-                    /*committing=*/!(i < before && server_said));
-    }
-    last = std::move(r);
+  if (PQconsumeInput(conn_) == 0 || broken()) {
+    deferred_.clear();
+    before_commit_.clear();
+    return Fail(nullptr, "COMMIT");
   }
-  if (!failed.ok()) return failed;
+  if (!spoiled_.ok()) {
+    deferred_.clear();
+    before_commit_.clear();
+    return spoiled_;
+  }
+  for (std::string& sql : before_commit_) Defer(std::move(sql), "before COMMIT");
+  before_commit_.clear();
+  Command commit;
+  commit.sql = "COMMIT";
+  commit.what = "COMMIT";
+  MQLITE_ASSIGN_OR_RETURN(PgResult last, Pipeline(&commit, /*committing=*/true));
   if (last.get() == nullptr) return Fail(nullptr, "COMMIT", /*committing=*/true);
   if (last.tag() != "COMMIT") {
     // The transaction had failed earlier (an error the caller did not see,
@@ -219,9 +346,10 @@ Status PgConn::Commit() {
 }
 
 void PgConn::Rollback() {
+  spoiled_ = Status::OK();
+  deferred_.clear();
   before_commit_.clear();
-  before_commit_count_ = 0;
-  if (broken()) return;
+  if (broken() || txn_status() == PQTRANS_IDLE) return;
   PgResult r(PQexec(conn_, "ROLLBACK"));
 }
 

@@ -135,8 +135,10 @@ class PgConn {
   // Where the server is, for messages: "127.0.0.1:5432/postgres".
   const std::string& where() const { return where_; }
 
-  // Runs `sql` unprepared, with no parameters (BEGIN, SET LOCAL, DDL, a
-  // one-off read at open), and returns its rows. `what` names it in errors.
+  // Runs `sql` unprepared, with no parameters (DDL, a one-off read at open,
+  // a savepoint), and returns its rows. `what` names it in errors. With
+  // statements deferred, `sql` must be a single statement (it goes in their
+  // pipeline).
   Result<PgResult> Query(std::string_view sql, std::string_view what);
   // The same when the rows do not matter.
   Status Simple(std::string_view sql, std::string_view what) { return Query(sql, what).status(); }
@@ -144,18 +146,40 @@ class PgConn {
   // preparing it first if this connection has not yet.
   Result<PgResult> Exec(const Statement& st, std::span<const std::optional<std::string>> params);
   Result<PgResult> Exec(const Statement& st, const PgParams& params);
-  // Statements (no parameters) sent in the same round trip as the COMMIT,
-  // ahead of it: if one fails, the COMMIT answers ROLLBACK and nothing
-  // commits. Dropped by Rollback and after Commit.
-  void BeforeCommit(std::string sql) {
-    before_commit_ += sql + ";";
-    ++before_commit_count_;
+
+  // Deferred statements: queued here and sent ahead of the next statement
+  // this connection runs (Query, Exec, Flush or Commit), in the same round
+  // trip (libpq pipeline mode). For statements whose result nobody reads: a
+  // transaction's BEGIN, a savepoint, a write that cannot fail on expected
+  // conditions (a receipt). If one fails, that next call fails with its
+  // error, named after it, and nothing after it in the pipeline runs; and
+  // since a call that deferred it already returned OK, the transaction is
+  // spoiled: Commit refuses it (no savepoint rollback can mend that).
+  void Defer(std::string sql, std::string_view what);
+  void Defer(const Statement& st, const PgParams& params);
+  // Sends what is deferred, alone (before application code gets the
+  // PGconn*, which must find the transaction begun).
+  Status Flush();
+  // Forgets what is deferred from index `from` on, unsent (a savepoint
+  // whose body failed). deferred() is how many are queued now; sent() counts
+  // every command this connection has sent.
+  void DropDeferred(size_t from) {
+    if (from < deferred_.size()) deferred_.resize(from);
   }
-  // COMMIT, then checks its tag: a transaction that had failed answers
+  size_t deferred() const { return deferred_.size(); }
+  uint64_t sent() const { return sent_; }
+
+  // Statements (no parameters) sent in the same round trip as the COMMIT,
+  // ahead of it: if one fails, the COMMIT does not run and nothing commits.
+  // Dropped by Rollback and after Commit.
+  void BeforeCommit(std::string sql) { before_commit_.push_back(std::move(sql)); }
+  // What is deferred, the BeforeCommit statements and COMMIT, in one round
+  // trip; then checks COMMIT's tag: a transaction that had failed answers
   // "ROLLBACK" without an error, which is Internal here (nothing committed,
   // Failure kOther). A connection lost during the COMMIT is OutcomeUnknown.
   Status Commit();
-  // ROLLBACK, best effort (a broken connection has nothing to roll back).
+  // Drops what is deferred, then ROLLBACK if a transaction is open, best
+  // effort (a broken connection has nothing to roll back).
   void Rollback();
 
   // The last failure's classification (Status::OK and kNone after success).
@@ -164,7 +188,12 @@ class PgConn {
   // the whole transaction back safely (kRetryable, kLostBefore), even if the
   // body went on (a savepoint rolled back, a later statement succeeded) and
   // finally failed with a status of its own making.
-  void MarkAttempt() { attempt_failure_ = Failure::kNone; }
+  void MarkAttempt() {
+    attempt_failure_ = Failure::kNone;
+    spoiled_ = Status::OK();
+    deferred_.clear();
+    before_commit_.clear();
+  }
   Failure attempt_failure() const { return attempt_failure_; }
 
  private:
@@ -173,14 +202,31 @@ class PgConn {
   Status Fail(const PGresult* r, std::string_view what, bool committing = false);
   Result<PgResult> Run(const Statement& st, std::span<const std::optional<std::string>> values,
                        const int* formats);
+  // One command of a pipeline: a prepared or unprepared statement with its
+  // parameters, or (st.sql only) a parameterless one.
+  struct Command {
+    Statement st;
+    std::string sql;  // owns st.sql for a deferred text statement
+    std::vector<std::optional<std::string>> values;
+    std::vector<int> formats;
+    std::string what;
+  };
+  // Sends deferred_ then `last` (if any) in one pipeline and reads every
+  // result. The first failure decides (committing: `last` is the COMMIT, see
+  // Commit); otherwise returns `last`'s result (or an empty one).
+  Result<PgResult> Pipeline(Command* last, bool committing = false);
+
+  bool SendCommand(const Command& c);
 
   PGconn* conn_;
   std::string where_;
   std::set<std::string, std::less<>> prepared_;
   PgError last_;
   Failure attempt_failure_ = Failure::kNone;
-  std::string before_commit_;
-  int before_commit_count_ = 0;
+  std::vector<Command> deferred_;
+  std::vector<std::string> before_commit_;
+  uint64_t sent_ = 0;
+  Status spoiled_;  // a deferred statement's failure: Commit returns it
 };
 
 // The classification itself, for a SQLSTATE (empty: no server answer) and

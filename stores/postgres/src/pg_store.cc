@@ -152,6 +152,9 @@ struct RowRef : RowFacts {
 
 const RowFacts* Facts(const std::optional<RowRef>& row) { return row ? &*row : nullptr; }
 
+// The columns of MQ_REF_COLS, which ReadRef reads.
+constexpr int kRefCols = 9;
+
 RowRef ReadRef(const PgResult& r, int i) {
   RowRef x;
   x.seq = r.i64(i, 0);
@@ -191,7 +194,9 @@ class PgTxn final : public StoreTxn {
   // ---- Queues ----
 
   Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
+    queues_read_.clear();
     auto existing = GetQueue(cfg.name);
+    queues_read_.clear();
     if (existing) {
       if (existing->config.ordering != cfg.ordering) {
         MQLITE_ASSIGN_OR_RETURN(PgResult any, X(Q::kQueueHasMessages, PgParams().I(existing->id)));
@@ -213,10 +218,21 @@ class PgTxn final : public StoreTxn {
     return GetQueue(cfg.name);
   }
 
+  // Read once per transaction: the calls group commit gathers into one
+  // transaction were all made before it began, so one read of the queue
+  // serves them all. A queue deleted meanwhile is caught where it matters
+  // (an insert holds the queue row FOR KEY SHARE). This transaction's own
+  // queue changes, and a savepoint rolled back, forget what was read.
   Result<QueueRecord> GetQueue(std::string_view name) override {
+    for (const QueueRecord& q : queues_read_) {
+      if (q.config.name == name) return q;
+    }
     if (PlausibleQueueName(name)) {
       MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kGetQueue, PgParams().Text(name)));
-      if (r.rows() == 1) return ReadQueue(r, 0);
+      if (r.rows() == 1) {
+        queues_read_.push_back(ReadQueue(r, 0));
+        return queues_read_.back();
+      }
     }
     return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
   }
@@ -232,6 +248,7 @@ class PgTxn final : public StoreTxn {
   // SHARE, so this waits for that send to commit and then deletes its
   // message too; a later send finds no queue.
   Status DeleteQueue(const QueueRecord& queue) override {
+    queues_read_.clear();
     MQLITE_RETURN_IF_ERROR(X(Q::kDeleteQueueRow, PgParams().I(queue.id)).status());
     return X(Q::kDeleteQueueMessages, PgParams().I(queue.id)).status();
   }
@@ -300,6 +317,33 @@ class PgTxn final : public StoreTxn {
     MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
+    if (peek_lock) {
+      // The common batch — the first max_messages candidates all deliverable
+      // as they are — in one statement. Locking a grouped head leaves its
+      // group's membership alone (no group lock, as below). Otherwise it
+      // changed nothing and the chunked claim below decides each candidate
+      // (the candidates it locked stay this transaction's).
+      std::string tokens;
+      for (int i = 0; i < req.max_messages; ++i) tokens += TokenBytes(req.tokens[i]);
+      MQLITE_ASSIGN_OR_RETURN(
+          PgResult r, X(Q::kClaimAllOrNothing,
+                        PgParams()
+                            .I(queue.id)
+                            .I(req.max_messages)
+                            .I(req.now)
+                            .I(queue.config.max_delivery_count)
+                            .Bytes(tokens)
+                            .I(static_cast<int64_t>(LockToken{}.bytes.size()))
+                            .I(req.locked_until)));
+      if (r.rows() == 0) return out;  // no candidate
+      if (!r.null(0, 0)) {
+        for (int i = 0; i < r.rows(); ++i) {
+          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(r, i, queue.config.name));
+          out.push_back(std::move(m));
+        }
+        return out;
+      }
+    }
     MQLITE_RETURN_IF_ERROR(ClaimInChunks<RowRef>(
         req, queue.config,
         [&](int64_t limit) -> Result<std::vector<RowRef>> {
@@ -488,11 +532,19 @@ class PgTxn final : public StoreTxn {
   Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
     MQLITE_ASSIGN_OR_RETURN(PgResult r,
                             X(Q::kPromoteDue, PgParams().I(queue.id).I(now).I(limit)));
-    return r.affected();
+    // No lease had ended by `now` as this statement ran: a ReclaimLocks at
+    // the same `now` right after (what Receive and maintenance do) has
+    // nothing to read. Nothing in between can end a lease at `now` (a claim
+    // or renewal sets a later end), so skipping it is running it here.
+    no_ended_lease_ = r.boolean(0, 1) ? std::nullopt
+                                      : std::optional<std::pair<int64_t, int64_t>>({queue.id, now});
+    return r.i64(0, 0);
   }
 
   Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
                                int64_t limit) override {
+    const auto probed = std::exchange(no_ended_lease_, std::nullopt);
+    if (!all_locked && probed == std::make_pair(queue.id, now)) return 0;
     MQLITE_ASSIGN_OR_RETURN(
         PgResult r,
         X(Q::kExpiredLeases, PgParams().I(queue.id).I(all_locked ? INT64_MAX : now).I(limit)));
@@ -557,8 +609,12 @@ class PgTxn final : public StoreTxn {
     return r.rows() > 0;
   }
 
+  // Nothing reads its result (an upsert; a failure fails the next
+  // statement or the COMMIT, and with it the transaction or savepoint): it
+  // goes out with the next statement.
   Status PutReceipt(std::string_view key, int64_t expires_at) override {
-    return X(Q::kPutReceipt, PgParams().Bytes(key).I(expires_at)).status();
+    c_.Defer(q_[Q::kPutReceipt], PgParams().Bytes(key).I(expires_at));
+    return Status::OK();
   }
 
   Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
@@ -594,27 +650,50 @@ class PgTxn final : public StoreTxn {
     // A read runs in autocommit (txn_runner.h) and changes nothing: there
     // is nothing a savepoint could undo.
     if (read_only_) return body(*this);
-    MQLITE_RETURN_IF_ERROR(c_.Simple("SAVEPOINT mqlite_sp", "savepoint"));
+    // SAVEPOINT and RELEASE go out with the statements around them. Each
+    // nesting level has its own name, so a ROLLBACK TO finds its own
+    // savepoint even when an inner one's RELEASE was dropped unsent.
+    const std::string name = "mqlite_sp" + std::to_string(++savepoint_depth_);
+    struct Depth {
+      int& d;
+      ~Depth() { --d; }
+    } depth{savepoint_depth_};
+    const size_t mark = c_.deferred();
+    const uint64_t sent = c_.sent();
+    c_.Defer("SAVEPOINT " + name, "savepoint");
     Status s = body(*this);
     if (s.ok()) {
       if (c_.txn_status() == PQTRANS_INERROR) {
         s = Status::Internal("savepoint: a statement failed inside it and the body carried on");
       } else {
-        return c_.Simple("RELEASE SAVEPOINT mqlite_sp", "release savepoint");
+        c_.Defer("RELEASE SAVEPOINT " + name, "release savepoint");
+        return Status::OK();
       }
     }
-    if (Status r = c_.Simple("ROLLBACK TO SAVEPOINT mqlite_sp", "roll back to savepoint");
-        !r.ok()) {
+    queues_read_.clear();  // what the body read or changed may be undone
+    if (c_.sent() == sent) {  // nothing of it reached the server: forget it all
+      c_.DropDeferred(mark);
+      return s;
+    }
+    // What the body deferred since its last statement is rolled back unsent
+    // (inner savepoints' RELEASEs too: rolling back to this one ends them).
+    c_.DropDeferred(0);
+    if (Status r = c_.Simple("ROLLBACK TO SAVEPOINT " + name, "roll back to savepoint"); !r.ok()) {
       return r;
     }
-    (void)c_.Simple("RELEASE SAVEPOINT mqlite_sp", "release savepoint");
+    c_.Defer("RELEASE SAVEPOINT " + name, "release savepoint");
     return s;
   }
 
-  void* NativeHandle() override { return c_.raw(); }
+  // Application code finds the transaction begun.
+  void* NativeHandle() override {
+    handle_taken_ = true;
+    (void)c_.Flush();  // a failure shows as the transaction's (txn_status, COMMIT)
+    return c_.raw();
+  }
 
   Status CheckNativeTxnOpen() override {
-    if (c_.txn_status() == PQTRANS_IDLE) {
+    if (handle_taken_ && c_.txn_status() == PQTRANS_IDLE) {
       return Status::InvalidArgument(
           "Tx: the transaction was committed or rolled back through the native PGconn handle; "
           "statements run after that were not part of the Tx (SPEC §8: never COMMIT or ROLLBACK "
@@ -675,13 +754,14 @@ class PgTxn final : public StoreTxn {
   // group, then row).
   Result<std::optional<RowRef>> LockRow(const QueueRecord& queue, int64_t seq, bool group) {
     if (group) {
-      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kLoadRef, PgParams().I(seq).I(queue.id)));
+      // Ungrouped (most rows): locked in this one statement.
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kLockUngrouped, PgParams().I(seq).I(queue.id)));
       if (r.rows() == 0) return std::optional<RowRef>();
       const RowRef peek = ReadRef(r, 0);
-      if (peek.group_key) {  // a row's group key never changes
-        MQLITE_RETURN_IF_ERROR(
-            X(Q::kXactLock, PgParams().I(GroupLock(queue.id, *peek.group_key))).status());
-      }
+      if (r.boolean(0, kRefCols)) return std::optional<RowRef>(peek);
+      // Grouped: a row's group key never changes.
+      MQLITE_RETURN_IF_ERROR(
+          X(Q::kXactLock, PgParams().I(GroupLock(queue.id, *peek.group_key))).status());
     }
     MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kLoadRefForUpdate, PgParams().I(seq).I(queue.id)));
     if (r.rows() == 0) return std::optional<RowRef>();
@@ -781,6 +861,11 @@ class PgTxn final : public StoreTxn {
   const PgQueries& q_;
   const std::string& schema_;
   const bool read_only_;
+  bool handle_taken_ = false;  // NativeHandle() was called
+  std::vector<QueueRecord> queues_read_;  // GetQueue's reads in this transaction
+  int savepoint_depth_ = 0;
+  // (queue, now) for which PromoteDue found no ended lease (ReclaimLocks).
+  std::optional<std::pair<int64_t, int64_t>> no_ended_lease_;
 };
 
 // ---- Change feed: LISTEN/NOTIFY ----------------------------------------------

@@ -62,10 +62,12 @@ enum class Q : int {
   kGroupHasLive,
   kPromoteNextHead,
   kClaimCandidates,
+  kClaimAllOrNothing,
   kLockMessage,
   kDeleteReturning,
   kLoadRef,
   kLoadRefForUpdate,
+  kLockUngrouped,
   kCasUnlock,
   kCasUnlockScheduled,
   kCasRenew,
@@ -155,6 +157,28 @@ inline constexpr QueryText kQueries[] = {
      "SELECT " MQ_REF_COLS " FROM {s}.messages "
      "WHERE queue_id = $1 AND state = 0 AND is_head "
      "ORDER BY priority DESC, seq LIMIT $2 FOR UPDATE SKIP LOCKED"},
+    // A Peek-Lock claim in one statement when it is simple (pg_store.cc
+    // Claim): the first $2 candidates, locked as kClaimCandidates locks
+    // them, and — only if every one would be delivered as it is (not expired
+    // at $3, fewer than $4 deliveries: store_util.h WouldDeliver) — each
+    // locked to its token (the $6-byte slice of $5 at its position) until
+    // $7. Rows: the claimed messages (MQ_MSG_COLS, then their position) in
+    // claim order, each with the candidates' count last; a single row of
+    // NULLs and the count when the batch was not simple and nothing changed;
+    // none when there was no candidate.
+    {Q::kClaimAllOrNothing, "mq_claim_all_or_nothing",
+     "WITH c AS MATERIALIZED (SELECT seq, priority, expires_at, delivery_count "
+     "FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND is_head "
+     "ORDER BY priority DESC, seq LIMIT $2 FOR UPDATE SKIP LOCKED), "
+     "o AS MATERIALIZED (SELECT seq AS o_seq, row_number() OVER (ORDER BY priority DESC, seq) "
+     "AS pos, NOT ((expires_at > 0 AND expires_at <= $3) OR delivery_count >= $4) AS ok FROM c), "
+     "u AS (UPDATE {s}.messages m SET state = 1, lock_token = substring($5::bytea FROM "
+     "(((SELECT pos FROM o WHERE o_seq = m.seq) - 1) * $6 + 1)::integer FOR $6::integer), "
+     "locked_until = $7, delivery_count = m.delivery_count + 1 "
+     "WHERE m.seq = ANY (ARRAY(SELECT o_seq FROM o)) AND NOT EXISTS (SELECT 1 FROM o WHERE NOT ok) "
+     "RETURNING " MQ_MSG_COLS ") "
+     "SELECT u.*, o.pos, n.cnt FROM (SELECT count(*) AS cnt FROM c) n "
+     "LEFT JOIN (u JOIN o ON o.o_seq = u.seq) ON true WHERE n.cnt > 0 ORDER BY o.pos"},
     // $1 seq, $2 expected state (active or deferred).
     {Q::kLockMessage, "mq_lock_message",
      "UPDATE {s}.messages SET state = 1, lock_token = $3, locked_until = $4, "
@@ -166,6 +190,15 @@ inline constexpr QueryText kQueries[] = {
      "SELECT " MQ_REF_COLS " FROM {s}.messages WHERE seq = $1 AND queue_id = $2"},
     {Q::kLoadRefForUpdate, "mq_load_ref_for_update",
      "SELECT " MQ_REF_COLS " FROM {s}.messages WHERE seq = $1 AND queue_id = $2 FOR UPDATE"},
+    // The row, locked FOR UPDATE if it is ungrouped (no group lock comes
+    // first), read but not locked if it is grouped; `locked` last. A group
+    // key never changes, so which branch matches is stable.
+    {Q::kLockUngrouped, "mq_lock_ungrouped",
+     "WITH l AS (SELECT " MQ_REF_COLS " FROM {s}.messages WHERE seq = $1 AND queue_id = $2 "
+     "AND group_key IS NULL FOR UPDATE) "
+     "SELECT " MQ_REF_COLS ", true AS locked FROM l UNION ALL "
+     "SELECT " MQ_REF_COLS ", false FROM {s}.messages WHERE seq = $1 AND queue_id = $2 "
+     "AND group_key IS NOT NULL"},
     {Q::kCasUnlock, "mq_cas_unlock",
      "UPDATE {s}.messages SET state = $5, lock_token = NULL, locked_until = 0" MQ_CAS},
     {Q::kCasUnlockScheduled, "mq_cas_unlock_scheduled",
@@ -223,10 +256,16 @@ inline constexpr QueryText kQueries[] = {
      "properties, body, body_size FROM {s}.messages WHERE seq = $6::bigint AND state = 4"},
     // Scheduled → active changes no group's membership; rows another
     // transaction holds are left for the next pass.
+    // Also says whether any lease of the queue has ended by $2 (the
+    // earliest lease end, one seek of messages_lease), so that the
+    // ReclaimLocks which follows in a Receive skips its read when none has
+    // (pg_store.cc).
     {Q::kPromoteDue, "mq_promote_due",
      "WITH due AS MATERIALIZED (SELECT seq FROM {s}.messages WHERE queue_id = $1 "
-     "AND state = 3 AND visible_at <= $2 ORDER BY visible_at LIMIT $3 FOR UPDATE SKIP LOCKED) "
-     "UPDATE {s}.messages m SET state = 0 FROM due WHERE m.seq = due.seq"},
+     "AND state = 3 AND visible_at <= $2 ORDER BY visible_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
+     "up AS (UPDATE {s}.messages m SET state = 0 FROM due WHERE m.seq = due.seq RETURNING 1) "
+     "SELECT (SELECT count(*) FROM up), COALESCE((SELECT locked_until FROM {s}.messages "
+     "WHERE queue_id = $1 AND state = 1 ORDER BY queue_id, locked_until LIMIT 1) <= $2, false)"},
     // Maintenance never waits on a row: it locks what it will change up
     // front and skips rows another transaction holds (a settle, a claim,
     // another engine's pass) — waiting, in an order that differs between

@@ -41,8 +41,9 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
     c.MarkAttempt();
     const Status s = [&]() -> Status {
       if (read_only) return body(c);  // autocommit statements on a read-only session
-      std::string begin = "BEGIN READ WRITE";
-      if (has_deadline) {  // in the same round trip
+      // BEGIN (and the lock timeout) go out with the body's first statement.
+      c.Defer("BEGIN READ WRITE", "BEGIN");
+      if (has_deadline) {
         const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  options.deadline - Clock::now())
                                  .count();
@@ -50,9 +51,8 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
           return Status::Cancelled(name + ": the deadline passed before the transaction began; "
                                           "nothing was done");
         }
-        begin += "; SET LOCAL lock_timeout = " + std::to_string(left);
+        c.Defer("SET LOCAL lock_timeout = " + std::to_string(left), "SET LOCAL lock_timeout");
       }
-      MQLITE_RETURN_IF_ERROR(c.Simple(begin, "BEGIN"));
       MQLITE_RETURN_IF_ERROR(body(c));
       if (c.txn_status() == PQTRANS_INERROR) {
         return Status::Internal(
@@ -71,7 +71,7 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
     if (failure == Failure::kOther && c.attempt_failure() != Failure::kNone) {
       failure = c.attempt_failure();
     }
-    if (!c.broken() && c.txn_status() != PQTRANS_IDLE) c.Rollback();
+    c.Rollback();  // drops what is deferred; ROLLBACK if a transaction is open
     if (c.broken() || failure == Failure::kLostAfter) lease.Discard();
     const bool again = options.rerunnable && attempt < kMaxAttempts &&
                        (failure == Failure::kRetryable || failure == Failure::kLostBefore);

@@ -142,6 +142,69 @@ TEST_F(PgStoreTest, Spec8_TxWritesTheApplicationsTableAndTheMessageInOneCommit) 
   EXPECT_EQ(stats->total, 1);
 }
 
+// The store defers statements nobody reads (BEGIN, SAVEPOINT, RELEASE, a
+// receipt) to go out with the next one (pg_conn.h). Nesting must still undo
+// exactly what a failed savepoint did: an inner savepoint's RELEASE, still
+// unsent when the outer one fails, must not make the outer ROLLBACK TO stop
+// at the inner savepoint (the kit's rerun suite found that one: a rolled-back
+// send survived). A receipt deferred inside a savepoint is visible to the
+// same transaction and undone with the savepoint.
+TEST_F(PgStoreTest, Spec10_DeferredStatementsKeepSavepointsExact) {
+  auto store = OpenPostgresStore(Options());
+  MQ_ASSERT_OK(store.status());
+  Store& st = **store;
+  QueueRecord q;
+  MQ_ASSERT_OK(st.Run(TxnKind::kWrite, RunOptions{}, [&](StoreTxn& txn) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(q, txn.UpsertQueue({.name = "q"}, 1, nullptr));
+    return Status::OK();
+  }));
+  const OutgoingMessage a{.body = "a"}, b{.body = "b"}, c{.body = "c"};
+  auto item = [](const OutgoingMessage& m) {
+    EnqueueItem it;
+    it.message = &m;
+    it.enqueued_at = it.visible_at = 1;
+    return it;
+  };
+  bool seen_inside = false, seen_after_rollback = true;
+  MQ_ASSERT_OK(st.Run(TxnKind::kWrite, RunOptions{}, [&](StoreTxn& txn) -> Status {
+    const Status outer = txn.Savepoint([&](StoreTxn& t) -> Status {
+      const EnqueueItem ia = item(a);
+      MQLITE_RETURN_IF_ERROR(t.Enqueue(q, {&ia, 1}).status());
+      MQLITE_RETURN_IF_ERROR(t.Savepoint([&](StoreTxn& u) -> Status {
+        const EnqueueItem ib = item(b);
+        MQLITE_RETURN_IF_ERROR(u.Enqueue(q, {&ib, 1}).status());
+        MQLITE_RETURN_IF_ERROR(u.PutReceipt("inner-receipt", 1'000'000));  // deferred
+        MQLITE_ASSIGN_OR_RETURN(seen_inside, u.FindReceipt("inner-receipt", 1));
+        return Status::OK();  // its RELEASE is deferred ...
+      }));
+      // ... and still unsent when this savepoint fails.
+      return Status::NotFound("the outer savepoint changes its mind");
+    });
+    if (outer.code() != StatusCode::kNotFound) return Status::Internal("outer: " + outer.ToString());
+    MQLITE_ASSIGN_OR_RETURN(seen_after_rollback, txn.FindReceipt("inner-receipt", 1));
+    // A sibling after the rolled-back one, with a receipt that commits.
+    MQLITE_RETURN_IF_ERROR(txn.Savepoint([&](StoreTxn& t) -> Status {
+      const EnqueueItem ic = item(c);
+      MQLITE_RETURN_IF_ERROR(t.Enqueue(q, {&ic, 1}).status());
+      return t.PutReceipt("kept-receipt", 1'000'000);
+    }));
+    return Status::OK();
+  }));
+  EXPECT_TRUE(seen_inside) << "a deferred receipt must be visible to its own transaction";
+  EXPECT_FALSE(seen_after_rollback) << "a receipt must be undone with its savepoint";
+  std::vector<std::string> bodies;
+  bool kept = false;
+  MQ_ASSERT_OK(st.Run(TxnKind::kRead, RunOptions{}, [&](StoreTxn& txn) -> Status {
+    MQLITE_ASSIGN_OR_RETURN(std::vector<Message> all, txn.Peek(q, PeekOptions{}));
+    for (const Message& m : all) bodies.push_back(m.body);
+    MQLITE_ASSIGN_OR_RETURN(kept, txn.FindReceipt("kept-receipt", 1));
+    return Status::OK();
+  }));
+  EXPECT_EQ(bodies, std::vector<std::string>({"c"}))
+      << "only the sibling's send commits; the outer savepoint's and its inner one's are undone";
+  EXPECT_TRUE(kept);
+}
+
 TEST_F(PgStoreTest, Spec8_CommittingThroughTheHandleIsRefused) {
   auto e = OpenEngine();
   ASSERT_NE(e, nullptr);

@@ -14,6 +14,10 @@
 # connection string the tests use is written to STATE_DIR/url (the tests read
 # it through MQLITE_TEST_PG_URL_FILE).
 #
+# The tests' cluster runs with fsync=off (it holds nothing worth keeping);
+# MQLITE_PG_DURABLE=1 keeps PostgreSQL's default fsync=on, for the
+# benchmarks (scripts/bench.sh postgres), where syncs are what is measured.
+#
 # stop: stops and deletes the cluster `start` made, if any (immediate mode:
 # it holds nothing worth keeping).
 #
@@ -66,10 +70,12 @@ case "$cmd" in
       cat "$dir/initdb.log" >&2
       exit 1
     fi
+    fsync="-c fsync=off"
+    if [[ "${MQLITE_PG_DURABLE:-0}" == 1 ]]; then fsync=""; fi
     port=$((20000 + RANDOM % 30000))
     for attempt in 1 2 3 4 5 6 7 8; do
       if as_postgres "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-          -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off" start >/dev/null; then
+          -o "-c listen_addresses=127.0.0.1 -p $port -k $dir $fsync" start >/dev/null; then
         url="host=127.0.0.1 port=$port user=postgres dbname=postgres"
         printf '%s\n' "$url" >"$state/url"
         echo "pg_test_cluster: PostgreSQL $("$bin/postgres" --version | awk '{print $3}') up" \
