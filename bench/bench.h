@@ -6,6 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,6 +30,11 @@ struct Scale {
   int64_t claim_iterations;             // claims timed per claim_* workload
   std::vector<int64_t> claim_backlogs;  // claim_backlog/<n>
   int64_t blocked;                      // claim_blocked/<n>
+  // Shared stores (SPEC §9): the engine (or floor client) counts the
+  // shared_* workloads run with, and how long each time-bound one runs.
+  std::vector<int64_t> shared_engines;  // shared_<workload>/<n>
+  double shared_seconds;
+  int64_t soak_cycles;                  // bloat_soak/<held|none>
 };
 Scale FullScale();
 Scale SmokeScale();
@@ -45,6 +51,12 @@ struct StoreSpec {
   // then `insert` row i inside a Tx. Empty when the store has no handle.
   std::function<Status(TxContext&)> prepare_business;
   std::function<Status(TxContext&, int64_t i)> insert_business;
+  // Shared stores only (empty otherwise): opens one more handle on the store
+  // `open` made in `dir`, for another engine (SPEC §9) ...
+  std::function<Result<std::unique_ptr<Store>>(const std::string& dir)> reopen;
+  // ... and removes what `open` made outside `dir` (a server-side schema)
+  // once the workload is done.
+  std::function<void(const std::string& dir)> cleanup;
 };
 
 // Where benchmark data lives (a disk-backed directory), set by main().
@@ -115,6 +127,19 @@ uint64_t GetBigEndian(const void* in);
 // Registers every workload for `spec`; `core_only` registers just send_one,
 // send_batch, cycle, e2e and outbox_tx (the durability=full run).
 void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only);
+// Registers the shared-store workloads for `spec` (which must have `reopen`):
+// shared_send/N, shared_cycle/N, shared_drain/<total>/<queues>/N and
+// shared_e2e/N for each N in scale.shared_engines, each with N engines on one
+// store, every engine on a store handle (and so a connection pool) of its own.
+// `core_only` leaves out shared_drain.
+void RegisterSharedWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only);
+
+// Runs `work(i, deadline)` on `n` threads released together, `deadline`
+// being `seconds` after the release (time-bound workloads stop there);
+// returns the seconds from the release until the last thread returned.
+using SteadyTime = std::chrono::steady_clock::time_point;
+double RunTogether(int64_t n, double seconds,
+                   const std::function<void(int64_t i, SteadyTime deadline)>& work);
 
 // A floor: the fewest operations of one database that do the core workloads,
 // the physical limit for the store built on it (floor.cc: raw SQL for the
@@ -154,6 +179,18 @@ void RegisterFloorWorkloads(Durability durability, bool spec, const Scale& scale
 // The raw-LMDB floor (lmdb_floor.cc), lmdb_floor:<durability>; `spec`
 // registers lmdb_floor_spec, the floor plus the writes the SPEC obliges.
 void RegisterLmdbFloorWorkloads(Durability durability, bool spec, const Scale& scale);
+
+#ifdef MQLITE_BENCH_POSTGRES
+// The PostgreSQL store (postgres:<durability>) and its SKIP LOCKED floor
+// (pg_floor:<durability>), both on the server at `url` (pg_bench.cc). Every
+// workload gets a PostgreSQL schema of its own, dropped afterwards.
+StoreSpec PostgresSpec(const std::string& url, Durability durability);
+void RegisterPgFloorWorkloads(const std::string& url, Durability durability, const Scale& scale);
+// bloat_soak/held and bloat_soak/none on postgres:<durability>: cycles
+// under a snapshot another session holds open, and without one.
+void RegisterPgSoak(const std::string& url, Durability durability, const Scale& scale);
+std::string PgServerVersion(const std::string& url);
+#endif
 
 }  // namespace mqlite::bench
 

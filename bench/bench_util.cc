@@ -2,6 +2,10 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,11 +18,12 @@
 namespace mqlite::bench {
 
 Scale FullScale() {
-  return Scale{"full", 0.5, 100'000, 10, 10'000, 2'000, {1, 1'000, 100'000, 1'000'000}, 20'000};
+  return Scale{"full", 0.5, 100'000, 10, 10'000, 2'000, {1, 1'000, 100'000, 1'000'000}, 20'000,
+               {1, 4, 8}, 3.0, 5'000};
 }
 
 Scale SmokeScale() {
-  return Scale{"smoke", 0.01, 2'000, 10, 200, 50, {1, 1'000, 10'000}, 2'000};
+  return Scale{"smoke", 0.01, 2'000, 10, 200, 50, {1, 1'000, 10'000}, 2'000, {1, 4}, 0.2, 200};
 }
 
 namespace {
@@ -102,6 +107,36 @@ int64_t DrainRoundRobin(const std::string& name, int64_t queues, int64_t total,
                                std::to_string(total) + " messages"));
   }
   return drained;
+}
+
+double RunTogether(int64_t n, double seconds,
+                   const std::function<void(int64_t i, SteadyTime deadline)>& work) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  SteadyTime start, deadline;
+  std::vector<std::thread> threads;
+  for (int64_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      SteadyTime d;
+      {
+        std::unique_lock<std::mutex> l(mu);
+        cv.wait(l, [&] { return go; });
+        d = deadline;
+      }
+      work(i, d);
+    });
+  }
+  {
+    std::lock_guard<std::mutex> l(mu);
+    start = std::chrono::steady_clock::now();
+    deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(seconds));
+    go = true;
+  }
+  cv.notify_all();
+  for (std::thread& t : threads) t.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 int64_t NowMs() {

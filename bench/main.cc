@@ -4,8 +4,12 @@
 // turns that into docs/benchmarks.md. scripts/bench.sh does both.
 //
 //   mqlite-bench [--scale=full|smoke] [--data-dir=DIR]
-//                [--stores=sqlite,memory,floor,lmdb,lmdb_floor]
+//                [--stores=sqlite,memory,floor,lmdb,lmdb_floor,postgres,pg_floor]
+//                [--pg-url=URL|@FILE]
 //                [--no-full-durability] [--no-process-only] [Google Benchmark flags...]
+//
+// postgres and pg_floor need --pg-url (a server the bench may create and
+// drop schemas on); given one, they run by default beside the others.
 #include <lmdb.h>
 #include <sqlite3.h>
 #include <sys/statfs.h>
@@ -24,6 +28,9 @@
 #include "mqlite/lmdb.h"
 #include "mqlite/memory.h"
 #include "mqlite/sqlite.h"
+#ifdef MQLITE_BENCH_POSTGRES
+#include "mqlite/postgres.h"
+#endif
 
 #ifndef MQLITE_BUILD_TYPE
 #define MQLITE_BUILD_TYPE "unknown"
@@ -156,7 +163,8 @@ StoreSpec MemorySpec() {
 int Usage(const std::string& bad) {
   std::cerr << "mqlite-bench: unknown or malformed option '" << bad << "'\n"
             << "usage: mqlite-bench [--scale=full|smoke] [--data-dir=DIR]\n"
-            << "                    [--stores=sqlite,memory,floor,lmdb,lmdb_floor]\n"
+            << "                    [--stores=sqlite,memory,floor,lmdb,lmdb_floor,postgres,pg_floor]\n"
+            << "                    [--pg-url=URL|@FILE]\n"
             << "                    [--no-full-durability] [--no-process-only]\n"
             << "                    [Google Benchmark flags, e.g. --benchmark_out=r.json\n"
             << "                     --benchmark_out_format=json --benchmark_filter=REGEX]\n";
@@ -171,8 +179,11 @@ int main(int argc, char** argv) {
   using mqlite::Durability;
   Scale scale = FullScale();
   std::string data_dir = "mqlite-bench-data";
-  const std::set<std::string> known = {"sqlite", "memory", "floor", "lmdb", "lmdb_floor"};
-  std::set<std::string> stores = known;
+  const std::set<std::string> known = {"sqlite", "memory",     "floor",   "lmdb",
+                                       "lmdb_floor", "postgres", "pg_floor"};
+  std::set<std::string> stores = {"sqlite", "memory", "floor", "lmdb", "lmdb_floor"};
+  bool stores_given = false;
+  std::string pg_url;
   bool full_durability = true;
   bool process_only = true;
   std::vector<char*> rest = {argv[0]};
@@ -193,8 +204,19 @@ int main(int argc, char** argv) {
       }
     } else if (auto v = value("--data-dir")) {
       data_dir = *v;
+    } else if (auto v = value("--pg-url")) {
+      pg_url = *v;
+      if (!pg_url.empty() && pg_url[0] == '@') {  // the first line of a file
+        std::ifstream in(pg_url.substr(1));
+        if (!in || !std::getline(in, pg_url) || pg_url.empty()) {
+          std::cerr << "mqlite-bench: cannot read a connection string from " << v->substr(1)
+                    << "\n";
+          return 2;
+        }
+      }
     } else if (auto v = value("--stores")) {
       stores.clear();
+      stores_given = true;
       std::stringstream ss(*v);
       for (std::string s; std::getline(ss, s, ',');) {
         if (!known.count(s)) return Usage(a);
@@ -210,6 +232,18 @@ int main(int argc, char** argv) {
       return Usage(a);
     }
   }
+  if (!pg_url.empty() && !stores_given) stores.insert({"postgres", "pg_floor"});
+  if ((stores.count("postgres") || stores.count("pg_floor")) && pg_url.empty()) {
+    std::cerr << "mqlite-bench: postgres and pg_floor need --pg-url=URL|@FILE (a server the bench "
+                 "may create and drop schemas on; scripts/bench.sh postgres starts one)\n";
+    return 2;
+  }
+#ifndef MQLITE_BENCH_POSTGRES
+  if (stores.count("postgres") || stores.count("pg_floor")) {
+    std::cerr << "mqlite-bench: this build has no PostgreSQL store (MQLITE_WITH_POSTGRES=OFF)\n";
+    return 2;
+  }
+#endif
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec) {
@@ -262,6 +296,30 @@ int main(int argc, char** argv) {
     for (Durability d : extra) RegisterLmdbFloorWorkloads(d, false, scale);
     if (process_only) RegisterLmdbFloorWorkloads(Durability::kProcessOnly, true, scale);
   }
+#ifdef MQLITE_BENCH_POSTGRES
+  // PostgreSQL: normal and full are both synchronous_commit=on (one level,
+  // run once as normal); process_only is off.
+  if (stores.count("postgres") || stores.count("pg_floor")) {
+    benchmark::AddCustomContext("postgres_version", PgServerVersion(pg_url));
+  }
+  if (stores.count("postgres")) {
+    const StoreSpec normal = PostgresSpec(pg_url, Durability::kNormal);
+    RegisterEngineWorkloads(normal, scale, /*core_only=*/false);
+    RegisterSharedWorkloads(normal, scale, /*core_only=*/false);
+    if (process_only) {
+      const StoreSpec off = PostgresSpec(pg_url, Durability::kProcessOnly);
+      RegisterEngineWorkloads(off, scale, /*core_only=*/true);
+      RegisterSharedWorkloads(off, scale, /*core_only=*/true);
+    }
+    // The soak is about dead tuples, not syncs: at process_only it runs in
+    // a fraction of the time.
+    RegisterPgSoak(pg_url, process_only ? Durability::kProcessOnly : Durability::kNormal, scale);
+  }
+  if (stores.count("pg_floor")) {
+    RegisterPgFloorWorkloads(pg_url, Durability::kNormal, scale);
+    if (process_only) RegisterPgFloorWorkloads(pg_url, Durability::kProcessOnly, scale);
+  }
+#endif
   std::cerr << "mqlite-bench: scale " << scale.name << ", data in " << data_dir
             << " (filesystem " << FilesystemOf(data_dir) << ")" << std::endl;
   benchmark::RunSpecifiedBenchmarks();

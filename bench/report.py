@@ -22,22 +22,29 @@ from xml.sax.saxutils import escape
 STORE_ORDER = ["sqlite:normal", "sqlite:full", "sqlite:process_only", "lmdb:normal", "lmdb:full",
                "lmdb:process_only", "memory:none", "floor:normal", "floor_spec:normal", "floor:full",
                "floor:process_only", "lmdb_floor:normal", "lmdb_floor:full",
-               "lmdb_floor:process_only", "lmdb_floor_spec:normal", "lmdb_floor_spec:process_only"]
+               "lmdb_floor:process_only", "lmdb_floor_spec:normal", "lmdb_floor_spec:process_only",
+               "postgres:normal", "postgres:process_only", "pg_floor:normal",
+               "pg_floor:process_only"]
 FAMILY_ORDER = ["send_one", "send_batch", "cycle", "drain", "e2e", "claim_backlog", "claim_blocked",
-                "outbox_tx", "renew_batch", "send_body"]
+                "outbox_tx", "renew_batch", "send_body", "shared_send", "shared_cycle",
+                "shared_drain", "shared_e2e", "bloat_soak"]
 STORE_COLOURS = {"sqlite:normal": "#1f5fa8", "sqlite:full": "#6fa8dc", "memory:none": "#2a9d5c",
                  "floor:normal": "#d9590b", "floor:full": "#f4a261",
                  "lmdb:normal": "#b03a2e", "lmdb:full": "#e6a19a",
                  "lmdb_floor:normal": "#0e6e75", "lmdb_floor:full": "#8cc9ce",
                  "sqlite:process_only": "#0b2f57", "lmdb:process_only": "#5e1e17",
                  "floor:process_only": "#8a3a08", "lmdb_floor:process_only": "#073a3e",
-                 "lmdb_floor_spec:normal": "#4f9da3", "lmdb_floor_spec:process_only": "#2d5f63"}
+                 "lmdb_floor_spec:normal": "#4f9da3", "lmdb_floor_spec:process_only": "#2d5f63",
+                 "postgres:normal": "#336791", "postgres:process_only": "#9bb8d3",
+                 "pg_floor:normal": "#c0392b", "pg_floor:process_only": "#f1948a"}
 EXTRA_COLOURS = ["#8e44ad", "#7f7f7f", "#b8b000", "#e377c2", "#8c564b", "#17becf"]
 SUFFIX = re.compile(r"^(iterations:\d+|manual_time|real_time|process_time|threads:\d+|"
                     r"min_time:[0-9.e+-]+s?|min_warmup_time:[0-9.e+-]+s?|repeats:\d+)$")
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 NUMERIC_FIELDS = ["items_per_second", "time_ns", "claim_us", "bytes_written_per_item",
-                  "disk_bytes_per_item", "peak_rss_mb", "group_size"]
+                  "disk_bytes_per_item", "peak_rss_mb", "group_size", "msgs_per_receive",
+                  "claim_us_first_tenth", "claim_us_last_tenth", "dead_tuples",
+                  "table_growth_bytes_per_cycle"]
 
 WORKLOAD_DEFINITIONS = [
     ("send_one", "one message (256 B body) per Send, one commit each."),
@@ -58,6 +65,28 @@ WORKLOAD_DEFINITIONS = [
      "(on stores with no native handle, the Send alone)."),
     ("renew_batch/512", "RenewBatch of 512 locked messages, one commit; items = renewals."),
     ("send_body/N", "send_one with an N-byte body."),
+    ("shared_send/N", "PostgreSQL: N engines (each on its own store handle and connection "
+     "pool, one thread each) sending one message per call into one queue for 3 s; the floor's: N "
+     "connections each inserting one row per autocommit statement."),
+    ("shared_cycle/N", "N engines (or floor connections), one thread each, each doing the cycle "
+     "(Send, Receive max 1, Complete; the floor: INSERT, claim UPDATE … SKIP LOCKED, DELETE) on one "
+     "shared queue for 3 s."),
+    ("shared_drain/100000/10/N", "drain's backlog (filled untimed) drained by N engines (or floor "
+     "connections) at once, each starting its round-robin at a different queue."),
+    ("shared_e2e/N", "N engines, each with 2 producer threads (one message per Send) and 2 "
+     "consumer threads (Receive up to 16, long-poll; one CompleteBatch per batch), one queue, 3 s; "
+     "items = messages completed. Compared with the floor's shared_cycle/N: what batching and "
+     "group commit buy over one message per statement."),
+    ("bloat_soak/held|none", "5,000 cycles on one engine while another session holds a "
+     "REPEATABLE READ snapshot open from the start (held) or not (none): claim µs over the first "
+     "and the last tenth, the messages table's dead tuples afterwards, and its growth (table and "
+     "indexes) per cycle."),
+    ("pg_floor", "a raw libpq program with the fewest statements that do the job on PostgreSQL: "
+     "prepared statements with binary parameters, autocommit single statements, a message table "
+     "with an identity seq, partial claim and lease indexes, a claim that is one UPDATE over a "
+     "`FOR UPDATE SKIP LOCKED` sub-select and a complete that is one DELETE — no queue table, "
+     "groups, receipts, dedup or NOTIFY. The physical limit for a PostgreSQL queue on this "
+     "machine."),
     ("floor_spec", "the floor plus a settlement receipt per Complete (§7.2) and a "
      "(queue, state, seq) index (§6 Peek by state) — the writes the SPEC obliges; "
      "see \"Where the gap to the floor comes from\"."),
@@ -112,6 +141,11 @@ def entry_fields(b):
         "disk_bytes_per_item": num("disk_bytes_per_item"),
         "peak_rss_mb": num("peak_rss_mb"),
         "group_size": num("group_size"),
+        "msgs_per_receive": num("msgs_per_receive"),
+        "claim_us_first_tenth": num("claim_us_first_tenth"),
+        "claim_us_last_tenth": num("claim_us_last_tenth"),
+        "dead_tuples": num("dead_tuples"),
+        "table_growth_bytes_per_cycle": num("table_growth_bytes_per_cycle"),
         "label": str(b.get("label", "")),
         "error": str(b.get("error_message", "error")) if b.get("error_occurred") else None,
     }
@@ -536,7 +570,7 @@ def section_machine(context):
     rows = [("date", "date"), ("host", "host_name"), ("cpus", "num_cpus"), ("MHz", "mhz_per_cpu"),
             ("cpu_model", "cpu_model"), ("kernel", "kernel"), ("filesystem", "filesystem"),
             ("bench_dir", "bench_dir"), ("sqlite_version", "sqlite_version"),
-            ("lmdb_version", "lmdb_version"),
+            ("lmdb_version", "lmdb_version"), ("postgres_version", "postgres_version"),
             ("mqlite_version", "mqlite_version"), ("build_type", "build_type"),
             ("library_build_type", "library_build_type"), ("git_commit", "git_commit"),
             ("group_commit_max", "group_commit_max"), ("scale", "scale"),
@@ -834,15 +868,115 @@ def section_workloads():
     return lines + ["", COUNTERS_NOTE]
 
 
+PG, PGF = "postgres", "pg_floor"
+
+
+def section_pg_targets(results, context):
+    ips = "items_per_second"
+    rows = []
+    for d, workloads in (("normal", ("send_one", "send_batch/100", "cycle", "drain/100000/10",
+                                     "shared_cycle/1")),
+                         ("process_only", ("send_one", "send_batch/100", "cycle",
+                                           "shared_cycle/1"))):
+        store, floor = f"{PG}:{d}", f"{PGF}:{d}"
+        if store not in results and floor not in results:
+            continue
+        at = f" at {d}"
+        for w in workloads:
+            rows.append(target_row(f"`{w}` items/s{at}, postgres ÷ pg_floor", get(results, store, w, ips),
+                                   get(results, floor, w, ips), 0.8, True, "items/s"))
+        rows.append(target_row(f"`shared_e2e/8` items/s{at} ÷ pg_floor `shared_cycle/8`",
+                               get(results, store, "shared_e2e/8", ips),
+                               get(results, floor, "shared_cycle/8", ips), 1.5, True, "items/s"))
+    lines = ["## PostgreSQL targets", ""]
+    if not rows:
+        return lines + ["No `postgres` or `pg_floor` results in this run."]
+    lines += ["The PostgreSQL store (`postgres:<durability>`) against the SKIP LOCKED floor "
+              "(`pg_floor:<durability>`) on the same server in the same run: `normal` is "
+              "`synchronous_commit=on` (every commit waits for its WAL flush), `process_only` is "
+              "`off`. One engine should reach 0.8× the floor; eight engines should pass 1.5× "
+              "the floor's eight connections by batching (Receive up to 16, CompleteBatch, group "
+              "commit).", "", table(["Target", "Measured", "Goal", "Result"], rows)]
+    return lines + smoke_note(context)
+
+
+def section_pg_shared(results):
+    ips = "items_per_second"
+    lines = []
+    for d in ("normal", "process_only"):
+        store, floor = f"{PG}:{d}", f"{PGF}:{d}"
+        rows = []
+        for family in ("shared_send", "shared_cycle", "shared_drain", "shared_e2e"):
+            ns = sorted({int(w.rsplit("/", 1)[1]) for st in (store, floor)
+                         for w in results.get(st, {}) if w.split("/")[0] == family})
+            for n in ns:
+                w = next((w for w in results.get(store, {}) | results.get(floor, {})
+                          if w.split("/")[0] == family and w.endswith(f"/{n}")), None)
+                a, b = get(results, store, w, ips), get(results, floor, w, ips)
+                fw = w
+                if family == "shared_e2e":  # compared with the floor's cycle
+                    fw = f"shared_cycle/{n}"
+                    b = get(results, floor, fw, ips)
+                rows.append((f"`{w}`", sig(a), f"{sig(b)} (`{fw}`)" if fw != w else sig(b),
+                             ratio_text(a / b) if a and b else "—"))
+        if rows:
+            lines += ["", f"### {d}", "",
+                      table(["Workload", f"{store} items/s", f"{floor} items/s", "store ÷ floor"],
+                            rows)]
+    if not lines:
+        return []
+    return ["## PostgreSQL with 1, 4 and 8 engines", "",
+            "Each engine has its own store handle and connection pool (as separate processes "
+            "would; here they are threads of one process), all on one schema; the floor's "
+            "clients are one connection each. Both sides share the machine's two cores with the "
+            "server."] + lines
+
+
+def section_pg_soak(results):
+    rows = []
+    for store in sorted(results, key=store_key):
+        if not store.startswith(PG + ":"):
+            continue
+        for mode in ("held", "none"):
+            r = results[store].get(f"bloat_soak/{mode}")
+            if not r:
+                continue
+            rows.append((f"`{store}`", "held open" if mode == "held" else "none",
+                         sig(r["claim_us_first_tenth"]), sig(r["claim_us_last_tenth"]),
+                         count(r["dead_tuples"]), count(r["table_growth_bytes_per_cycle"])))
+    if not rows:
+        return []
+    return ["## PostgreSQL under a held snapshot (bloat soak)", "",
+            "While a snapshot is held, nothing the cycles delete or update can be pruned: dead "
+            "tuples pile up in the messages table and its indexes, and every claim steps over "
+            "the dead index entries of the messages before it. `none` is the same run with no "
+            "snapshot held. What to do about it (keep transactions short, watch "
+            "`pg_stat_activity.backend_xmin`): docs/postgres-store.md, \"Operations\".", "",
+            table(["Store", "snapshot", "claim µs, first tenth", "claim µs, last tenth",
+                   "dead tuples after", "table + index growth, bytes/cycle"], rows)]
+
+
 def render_markdown(source, context, results, plot_links):
     stores = sorted(results, key=store_key)
-    lines = ["# Benchmarks", "",
+    postgres = any(s.split(":")[0] in (PG, PGF) for s in stores)
+    embedded = any(s.split(":")[0] not in (PG, PGF) for s in stores)
+    script = "scripts/bench.sh postgres" if postgres and not embedded else "scripts/bench.sh"
+    title = "PostgreSQL benchmarks" if postgres and not embedded else "Benchmarks"
+    lines = [f"# {title}", "",
              f"Generated by `bench/report.py` from `{os.path.basename(source)}`; do not edit by "
-             "hand — rerun `scripts/bench.sh`.", ""]
-    for section in (section_machine(context), section_targets(results, context),
-                    section_gap(results), section_lmdb_targets(results, context), section_group_commit(results), section_full(results),
-                    section_process_only(results), section_all(results, stores),
-                    section_plots(plot_links), section_workloads()):
+             f"hand — rerun `{script}`.", ""]
+    sections = [section_machine(context)]
+    if embedded:
+        sections += [section_targets(results, context), section_gap(results),
+                     section_lmdb_targets(results, context)]
+    if postgres:
+        sections += [section_pg_targets(results, context), section_pg_shared(results),
+                     section_pg_soak(results)]
+    sections += [section_group_commit(results)]
+    if embedded:
+        sections += [section_full(results), section_process_only(results)]
+    sections += [section_all(results, stores), section_plots(plot_links), section_workloads()]
+    for section in sections:
         lines += section + [""]
     return "\n".join(lines)
 

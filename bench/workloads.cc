@@ -17,51 +17,99 @@ namespace {
 constexpr size_t kBody = 256;
 using Steady = std::chrono::steady_clock;
 
-// A store and an engine on a fresh directory, closed at scope exit.
+Engine* OpenEngine(Result<std::unique_ptr<Store>> store, const std::string& what,
+                   EngineOptions options, std::unique_ptr<Engine>& out) {
+  if (!store) Die(what + ": open store", store.error());
+  auto e = Engine::Open(std::move(*store), options);
+  if (!e) Die(what + ": open engine", e.error());
+  out = std::move(*e);
+  return out.get();
+}
+
+void CreateQueue(Engine* engine, const std::string& name, QueueConfig c = {}) {
+  c.name = name;
+  Check("CreateQueue " + name, engine->CreateQueue(c).status());
+}
+
+// Sends `n` messages (256 B) in batches of 1,000, with progress.
+void Fill(Engine* engine, const std::string& queue, int64_t n, const std::string& what,
+          std::optional<std::string> group = std::nullopt) {
+  Progress progress(what, n);
+  std::vector<OutgoingMessage> batch;
+  for (int64_t done = 0; done < n;) {
+    const int64_t k = std::min<int64_t>(1'000, n - done);
+    batch.assign(static_cast<size_t>(k), OutgoingMessage{});
+    for (int64_t i = 0; i < k; ++i) {
+      batch[i].body = Body(kBody, done + i);
+      batch[i].group_id = group;
+    }
+    Check("fill " + queue, engine->SendBatch(queue, batch).status());
+    done += k;
+    progress.Update(done);
+  }
+}
+
+std::vector<Message> ReceiveOrDie(Engine* engine, const std::string& queue, int max,
+                                  int64_t wait_ms = 0) {
+  ReceiveOptions o;
+  o.max_messages = max;
+  o.wait_ms = wait_ms;
+  auto r = engine->Receive(queue, o);
+  if (!r) Die("Receive " + queue, r.error());
+  return std::move(*r);
+}
+
+// A store and an engine on a fresh directory, closed (and the store's
+// server-side remains cleaned up) at scope exit.
 struct Env {
   std::unique_ptr<Engine> engine;
+  std::string dir;
+  std::function<void(const std::string&)> cleanup;
 
-  Env(const StoreSpec& spec, const std::string& bench_name, EngineOptions options = {}) {
-    auto store = spec.open(FreshDir(bench_name));
-    if (!store) Die(bench_name + ": open store", store.error());
-    auto e = Engine::Open(std::move(*store), options);
-    if (!e) Die(bench_name + ": open engine", e.error());
-    engine = std::move(*e);
+  Env(const StoreSpec& spec, const std::string& bench_name, EngineOptions options = {})
+      : dir(FreshDir(bench_name)), cleanup(spec.cleanup) {
+    OpenEngine(spec.open(dir), bench_name, options, engine);
   }
   ~Env() {
     if (engine) (void)engine->Close();
+    engine.reset();
+    if (cleanup) cleanup(dir);
   }
   Engine* operator->() { return engine.get(); }
 
-  void Queue(const std::string& name, QueueConfig c = {}) {
-    c.name = name;
-    Check("CreateQueue " + name, engine->CreateQueue(c).status());
-  }
-  // Sends `n` messages (256 B) in batches of 1,000, with progress.
+  void Queue(const std::string& name, QueueConfig c = {}) { CreateQueue(engine.get(), name, c); }
   void Fill(const std::string& queue, int64_t n, const std::string& what,
             std::optional<std::string> group = std::nullopt) {
-    Progress progress(what, n);
-    std::vector<OutgoingMessage> batch;
-    for (int64_t done = 0; done < n;) {
-      const int64_t k = std::min<int64_t>(1'000, n - done);
-      batch.assign(static_cast<size_t>(k), OutgoingMessage{});
-      for (int64_t i = 0; i < k; ++i) {
-        batch[i].body = Body(kBody, done + i);
-        batch[i].group_id = group;
-      }
-      Check("fill " + queue, engine->SendBatch(queue, batch).status());
-      done += k;
-      progress.Update(done);
-    }
+    bench::Fill(engine.get(), queue, n, what, std::move(group));
   }
   std::vector<Message> Receive(const std::string& queue, int max, int64_t wait_ms = 0) {
-    ReceiveOptions o;
-    o.max_messages = max;
-    o.wait_ms = wait_ms;
-    auto r = engine->Receive(queue, o);
-    if (!r) Die("Receive " + queue, r.error());
-    return std::move(*r);
+    return ReceiveOrDie(engine.get(), queue, max, wait_ms);
   }
+};
+
+// `n` engines on one shared store (SPEC §9): the first on what spec.open
+// makes in a fresh directory, the others each on a handle of its own from
+// spec.reopen. Closed, and cleaned up, at scope exit.
+struct SharedEnv {
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::string dir;
+  std::function<void(const std::string&)> cleanup;
+
+  SharedEnv(const StoreSpec& spec, const std::string& bench_name, int64_t n,
+            EngineOptions options = {})
+      : dir(FreshDir(bench_name)), cleanup(spec.cleanup) {
+    engines.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      OpenEngine(i == 0 ? spec.open(dir) : spec.reopen(dir),
+                 bench_name + " engine " + std::to_string(i), options, engines[i]);
+    }
+  }
+  ~SharedEnv() {
+    for (auto& e : engines) (void)e->Close();
+    engines.clear();
+    if (cleanup) cleanup(dir);
+  }
+  Engine* operator[](int64_t i) { return engines[static_cast<size_t>(i)].get(); }
 };
 
 OutgoingMessage Msg(size_t bytes, int64_t salt) {
@@ -263,6 +311,140 @@ void RenewBatch(benchmark::State& state, const std::string& name, const StoreSpe
   });
 }
 
+// shared_send/N: N engines, one thread each, sending one message per call
+// into one queue for scale.shared_seconds.
+void SharedSend(benchmark::State& state, const std::string& name, const StoreSpec& spec,
+                double seconds) {
+  const int64_t n = state.range(0);
+  SharedEnv env(spec, name, n);
+  CreateQueue(env[0], "q");
+  std::atomic<int64_t> sent{0};
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    state.SetIterationTime(RunTogether(n, seconds, [&](int64_t i, SteadyTime deadline) {
+      const OutgoingMessage m = Msg(kBody, i);
+      while (Steady::now() < deadline) {
+        Check(name, env[i]->Send("q", m).status());
+        sent.fetch_add(1, std::memory_order_relaxed);
+      }
+    }));
+  }
+  counters.Finish(state, sent.load());
+}
+
+// shared_cycle/N: N engines, one thread each, each doing the cycle (Send,
+// Receive max 1, Complete) on one shared queue for scale.shared_seconds. A
+// thread may find the message it just sent taken by another engine; it then
+// takes whichever comes next.
+void SharedCycle(benchmark::State& state, const std::string& name, const StoreSpec& spec,
+                 double seconds) {
+  const int64_t n = state.range(0);
+  SharedEnv env(spec, name, n);
+  CreateQueue(env[0], "q");
+  std::atomic<int64_t> cycles{0};
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    state.SetIterationTime(RunTogether(n, seconds, [&](int64_t i, SteadyTime deadline) {
+      const OutgoingMessage m = Msg(kBody, i);
+      while (Steady::now() < deadline) {
+        Check(name, env[i]->Send("q", m).status());
+        std::vector<Message> got;
+        while (got.empty()) got = ReceiveOrDie(env[i], "q", 1, 1'000);
+        Check(name, env[i]->Complete("q", got[0].seq, got[0].lock_token));
+        cycles.fetch_add(1, std::memory_order_relaxed);
+      }
+    }));
+  }
+  counters.Finish(state, cycles.load());
+}
+
+// shared_drain/<total>/<queues>/N: drain's backlog (filled untimed), drained
+// by N engines at once, one thread each, each starting its round-robin at a
+// different queue.
+void SharedDrain(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t total = state.range(0), queues = state.range(1), n = state.range(2);
+  SharedEnv env(spec, name, n);
+  std::vector<std::string> names;
+  Progress fill(name + " fill", total);
+  for (int64_t q = 0; q < queues; ++q) {
+    names.push_back("q" + std::to_string(q));
+    CreateQueue(env[0], names.back());
+    Fill(env[0], names.back(), total / queues, name + " fill " + names.back());
+    fill.Update((q + 1) * (total / queues));
+  }
+  std::atomic<int64_t> drained{0};
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    state.SetIterationTime(RunTogether(n, 0, [&](int64_t i, SteadyTime) {
+      std::vector<SettleItem> items;
+      for (bool any = true; any;) {
+        any = false;
+        for (int64_t k = 0; k < queues; ++k) {
+          const std::string& q = names[static_cast<size_t>((i + k) % queues)];
+          std::vector<Message> got = ReceiveOrDie(env[i], q, 16);
+          if (got.empty()) continue;
+          any = true;
+          items.clear();
+          for (const Message& m : got) items.push_back({m.seq, m.lock_token});
+          auto r = env[i]->CompleteBatch(q, items);
+          if (!r) Die(name, r.error());
+          for (const Status& st : *r) Check(name + " complete", st);
+          drained.fetch_add(static_cast<int64_t>(got.size()), std::memory_order_relaxed);
+        }
+      }
+    }));
+  }
+  if (drained.load() != total / queues * queues) {
+    Die(name, Status::Internal("drained " + std::to_string(drained.load()) + " of " +
+                               std::to_string(total / queues * queues) + " messages"));
+  }
+  counters.Finish(state, drained.load());
+}
+
+// shared_e2e/N: N engines, each with 2 producer threads sending one message
+// per call and 2 consumer threads receiving up to 16 (long-poll) and
+// settling each batch with one CompleteBatch, all on one queue, for
+// scale.shared_seconds; items = messages completed. The shape a service
+// gives a shared store: several engines, several callers in each, so group
+// commit and batch claims have work to merge.
+void SharedEndToEnd(benchmark::State& state, const std::string& name, const StoreSpec& spec,
+                    double seconds) {
+  const int64_t n = state.range(0);
+  SharedEnv env(spec, name, n);
+  CreateQueue(env[0], "q");
+  std::atomic<int64_t> completed{0}, receives{0};
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    state.SetIterationTime(RunTogether(4 * n, seconds, [&](int64_t t, SteadyTime deadline) {
+      Engine* e = env[t / 4];
+      if (t % 4 < 2) {  // producer
+        const OutgoingMessage m = Msg(kBody, t);
+        while (Steady::now() < deadline) Check(name + " send", e->Send("q", m).status());
+        return;
+      }
+      std::vector<SettleItem> items;
+      while (Steady::now() < deadline) {
+        std::vector<Message> got = ReceiveOrDie(e, "q", 16, 100);
+        receives.fetch_add(1, std::memory_order_relaxed);
+        if (got.empty()) continue;
+        items.clear();
+        for (const Message& m : got) items.push_back({m.seq, m.lock_token});
+        auto r = e->CompleteBatch("q", items);
+        if (!r) Die(name, r.error());
+        for (const Status& st : *r) Check(name + " complete", st);
+        completed.fetch_add(static_cast<int64_t>(got.size()), std::memory_order_relaxed);
+      }
+    }));
+  }
+  counters.Finish(state, completed.load());
+  state.counters["msgs_per_receive"] =
+      static_cast<double>(completed.load()) / static_cast<double>(std::max<int64_t>(1, receives));
+}
+
 }  // namespace
 
 void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only) {
@@ -318,6 +500,33 @@ void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool cor
     reg(p + "send_body/" + std::to_string(bytes),
         [spec, bytes](benchmark::State& s, const std::string& n_) { SendOne(s, n_, spec, bytes); })
         ->MinTime(scale.min_time_s);
+  }
+}
+
+void RegisterSharedWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only) {
+  const std::string p = spec.name + "/";
+  auto reg = [&](const std::string& name, auto fn) {
+    auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, name, label = spec.label](benchmark::State& s) {
+      fn(s, name);
+      s.SetLabel(label);
+    });
+    return b->Unit(benchmark::kMicrosecond)->UseManualTime()->Iterations(1);
+  };
+  const double secs = scale.shared_seconds;
+  for (int64_t n : scale.shared_engines) {
+    reg(p + "shared_send", [spec, secs](benchmark::State& s, const std::string& n_) {
+      SharedSend(s, n_, spec, secs);
+    })->Arg(n);
+    reg(p + "shared_cycle", [spec, secs](benchmark::State& s, const std::string& n_) {
+      SharedCycle(s, n_, spec, secs);
+    })->Arg(n);
+    reg(p + "shared_e2e", [spec, secs](benchmark::State& s, const std::string& n_) {
+      SharedEndToEnd(s, n_, spec, secs);
+    })->Arg(n);
+    if (core_only) continue;
+    reg(p + "shared_drain",
+        [spec](benchmark::State& s, const std::string& n_) { SharedDrain(s, n_, spec); })
+        ->Args({scale.drain_total, scale.drain_queues, n});
   }
 }
 
