@@ -951,7 +951,7 @@ def section_pg_soak(results):
             "tuples pile up in the messages table and its indexes, and every claim steps over "
             "the dead index entries of the messages before it. `none` is the same run with no "
             "snapshot held. What to do about it (keep transactions short, watch "
-            "`pg_stat_activity.backend_xmin`): docs/postgres-store.md, \"Operations\".", "",
+            "`pg_stat_activity.backend_xmin`): docs/postgres-store.md, \"Space\".", "",
             table(["Store", "snapshot", "claim µs, first tenth", "claim µs, last tenth",
                    "dead tuples after", "table + index growth, bytes/cycle"], rows)]
 

@@ -205,6 +205,53 @@ TEST_F(PgStoreTest, Spec10_DeferredStatementsKeepSavepointsExact) {
   EXPECT_TRUE(kept);
 }
 
+// Space (docs/postgres-store.md "Space"): once a drain has changed enough
+// rows, maintenance VACUUMs the store's tables, so refilling the same
+// backlog reuses the messages table's heap instead of growing it.
+TEST_F(PgStoreTest, Spec6_MaintenanceVacuumsAfterADrainSoTheRefillReusesTheHeap) {
+  EngineOptions eo;
+  eo.background_maintenance = false;
+  auto e = OpenEngine(eo);
+  ASSERT_NE(e, nullptr);
+  MQ_ASSERT_OK(e->CreateQueue({.name = "space"}).status());
+  auto heap = [&]() -> int64_t {
+    auto r = admin_->Query("SELECT pg_relation_size('" + schema_ + ".messages')", "size");
+    EXPECT_TRUE(r.has_value());
+    return r.has_value() ? r->i64(0, 0) : -1;
+  };
+  auto fill = [&] {
+    for (int batch = 0; batch < 12; ++batch) {
+      std::vector<OutgoingMessage> msgs(250);
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        msgs[i].body = std::string(300, static_cast<char>('a' + (batch + i) % 26)) +
+                       std::to_string(batch * 1000 + static_cast<int>(i));
+      }
+      MQ_ASSERT_OK(e->SendBatch("space", msgs).status());
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(fill());
+  const int64_t peak = heap();
+  for (;;) {
+    ReceiveOptions o;
+    o.max_messages = 256;
+    auto got = e->Receive("space", o);
+    MQ_ASSERT_OK(got.status());
+    if (got->empty()) break;
+    std::vector<SettleItem> items;
+    for (const Message& m : *got) items.push_back({m.seq, m.lock_token});
+    MQ_ASSERT_OK(e->CompleteBatch("space", items).status());
+  }
+  MQ_ASSERT_OK(e->RunMaintenance().status());
+  auto vacuumed = admin_->Query("SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = '" +
+                                    schema_ + "' AND relname = 'messages'",
+                                "vacuum_count");
+  ASSERT_TRUE(vacuumed.has_value());
+  EXPECT_GE(vacuumed->i64(0, 0), 1) << "maintenance did not VACUUM after a drain of 3,000";
+  ASSERT_NO_FATAL_FAILURE(fill());
+  EXPECT_LE(heap(), peak + peak / 10)
+      << "the refill grew the heap from " << peak << " bytes: the drained space was not reused";
+}
+
 TEST_F(PgStoreTest, Spec8_CommittingThroughTheHandleIsRefused) {
   auto e = OpenEngine();
   ASSERT_NE(e, nullptr);
