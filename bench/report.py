@@ -888,6 +888,13 @@ def section_pg_targets(results, context):
         rows.append(target_row(f"`shared_e2e/8` items/s{at} ÷ pg_floor `shared_cycle/8`",
                                get(results, store, "shared_e2e/8", ips),
                                get(results, floor, "shared_cycle/8", ips), 1.5, True, "items/s"))
+        if d == "normal":  # the claim pins, measured (the plan pins check them by EXPLAIN)
+            base = get(results, store, "claim_backlog/1000", "claim_us")
+            for w, goal in (("claim_blocked/20000", 2.0), ("claim_backlog/100000", 1.5),
+                            ("claim_backlog/1000000", 1.5)):
+                rows.append(target_row(f"`{w}` ÷ `claim_backlog/1000` claim µs",
+                                       get(results, store, w, "claim_us"), base, goal, False,
+                                       "µs"))
     lines = ["## PostgreSQL targets", ""]
     if not rows:
         return lines + ["No `postgres` or `pg_floor` results in this run."]

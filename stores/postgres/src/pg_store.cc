@@ -693,8 +693,10 @@ class PgTxn final : public StoreTxn {
     return c_.raw();
   }
 
-  // Rows this transaction updated or deleted (ReclaimSpace's measure).
+  // Rows this transaction updated or deleted, and inserted (ReclaimSpace's
+  // measures).
   int64_t changed_rows() const { return changed_rows_; }
+  int64_t inserted_rows() const { return inserted_rows_; }
 
   Status CheckNativeTxnOpen() override {
     if (handle_taken_ && c_.txn_status() == PQTRANS_IDLE) {
@@ -710,7 +712,11 @@ class PgTxn final : public StoreTxn {
   Result<PgResult> X(Q q, const PgParams& p) {
     MQLITE_ASSIGN_OR_RETURN(PgResult r, c_.Exec(q_[q], p));
     const std::string_view tag = r.tag();
-    if (tag.starts_with("UPDATE") || tag.starts_with("DELETE")) changed_rows_ += r.affected();
+    if (tag.starts_with("UPDATE") || tag.starts_with("DELETE")) {
+      changed_rows_ += r.affected();
+    } else if (tag.starts_with("INSERT")) {
+      inserted_rows_ += r.affected();
+    }
     return r;
   }
 
@@ -872,7 +878,8 @@ class PgTxn final : public StoreTxn {
   const bool read_only_;
   bool handle_taken_ = false;  // NativeHandle() was called
   std::vector<QueueRecord> queues_read_;  // GetQueue's reads in this transaction
-  int64_t changed_rows_ = 0;  // rows updated or deleted: dead tuples once committed
+  int64_t changed_rows_ = 0;   // rows updated or deleted: dead tuples once committed
+  int64_t inserted_rows_ = 0;  // rows inserted (with changed_rows_: ANALYZE's measure)
   int savepoint_depth_ = 0;
   // (queue, now) for which PromoteDue found no ended lease (ReclaimLocks).
   std::optional<std::pair<int64_t, int64_t>> no_ended_lease_;
@@ -1075,16 +1082,20 @@ class PgStore final : public Store {
              const std::function<Status(StoreTxn&)>& body) override {
     const bool read = kind == TxnKind::kRead;
     std::vector<int64_t> touched;
-    int64_t changed = 0;
+    int64_t changed = 0, inserted = 0;
     MQLITE_RETURN_IF_ERROR(RunTransaction(
         *pool_, options, read, read ? "read transaction" : "write transaction",
         [&](PgConn& conn) -> Status {
           PgTxn txn(conn, queries_, options_.schema, read);
           struct Count {
             PgTxn& t;
-            int64_t& out;
-            ~Count() { out = t.changed_rows(); }
-          } count{txn, changed};
+            int64_t& changed;
+            int64_t& inserted;
+            ~Count() {
+              changed = t.changed_rows();
+              inserted = t.inserted_rows();
+            }
+          } count{txn, changed, inserted};
           if (read || !options_.change_feed) return body(txn);
           ChangeTrackingTxn tracked(&txn);
           MQLITE_RETURN_IF_ERROR(body(tracked));
@@ -1098,25 +1109,31 @@ class PgStore final : public Store {
           return Status::OK();
         }));
     changed_rows_.fetch_add(changed, std::memory_order_relaxed);
+    written_rows_.fetch_add(changed + inserted, std::memory_order_relaxed);
     // This process's own subscribers need not wait for the notification.
     if (!touched.empty()) hub_->Publish(touched);
     return Status::OK();
   }
 
-  // Space (spec.md §1 "Space reclaim"; the kit grades it as kReused):
-  // updated and deleted rows leave dead tuples that only VACUUM makes
-  // reusable. Autovacuum does that in the background on its own schedule;
-  // this runs a plain VACUUM of the store's backlog tables once the rows
-  // committed through this store object since the last one pass both
-  // max(budget, 1,000) and a fifth of the messages table (autovacuum's own
-  // scale factor), so a drained backlog's space is reusable before the next
-  // fill. Plain VACUUM blocks no reads or writes; SKIP_LOCKED leaves a table
-  // another engine is vacuuming. It runs on a session of its own: VACUUM
-  // cannot run in a transaction, and the pool's sessions are read-only by
-  // default. statement_timeout follows the call's deadline.
+  // Space and plans (spec.md §1 "Space reclaim", §11). Updated and deleted
+  // rows leave dead tuples that only VACUUM makes reusable, and a backlog
+  // that grew fast leaves the planner's statistics describing a table a
+  // fraction of its size (a claim then sorted a 100,000-message queue: the
+  // bench's claim_backlog/100000 took 18 ms a claim). Autovacuum fixes both
+  // on its own schedule (up to a minute late); this does it as soon as the
+  // rows committed through this store object pass max(budget, 1,000) and
+  // autovacuum's scale factors — VACUUM ANALYZE of the backlog tables once
+  // the dead rows reach a fifth of the messages table, else ANALYZE of it
+  // once the rows written reach a tenth. Neither blocks reads or writes;
+  // SKIP_LOCKED leaves a table another engine is at. It runs on a session of
+  // its own: VACUUM cannot run in a transaction, and the pool's sessions are
+  // read-only by default. statement_timeout follows the call's deadline.
+  // Returns the dead rows a VACUUM was run for.
   Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
-    const int64_t changed = changed_rows_.load(std::memory_order_relaxed);
-    if (changed < std::max<int64_t>(budget, 1'000)) return int64_t{0};
+    const int64_t dead = changed_rows_.load(std::memory_order_relaxed);
+    const int64_t written = written_rows_.load(std::memory_order_relaxed);
+    const int64_t least = std::max<int64_t>(budget, 1'000);
+    if (dead < least && written < least) return int64_t{0};
     std::lock_guard<std::mutex> l(vacuum_mu_);
     if (!vacuum_conn_ || vacuum_conn_->broken()) {
       vacuum_conn_.reset();
@@ -1129,7 +1146,10 @@ class PgStore final : public Store {
         c.Query(FillSchema("SELECT reltuples::bigint FROM pg_class WHERE oid = '{s}.messages'::regclass",
                            s),
                 "the messages table's size"));
-    if (changed < std::max<int64_t>(0, size.i64(0, 0)) / 5) return int64_t{0};
+    const int64_t live = std::max<int64_t>(0, size.i64(0, 0));  // -1: never analyzed
+    const bool vacuum = dead >= least && dead >= live / 5;
+    const bool analyze = written >= least && written >= live / 10;
+    if (!vacuum && !analyze) return int64_t{0};
     int64_t timeout_ms = 0;  // none
     if (options.deadline != std::chrono::steady_clock::time_point::max()) {
       timeout_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -1141,11 +1161,19 @@ class PgStore final : public Store {
     }
     MQLITE_RETURN_IF_ERROR(
         c.Simple("SET statement_timeout = " + std::to_string(timeout_ms), "statement_timeout"));
-    MQLITE_RETURN_IF_ERROR(c.Simple(
-        FillSchema("VACUUM (SKIP_LOCKED) {s}.messages, {s}.receipts, {s}.dedup, {s}.attempts", s),
-        "VACUUM"));
-    changed_rows_.fetch_sub(changed, std::memory_order_relaxed);
-    return changed;
+    if (vacuum) {
+      MQLITE_RETURN_IF_ERROR(c.Simple(
+          FillSchema("VACUUM (SKIP_LOCKED, ANALYZE) {s}.messages, {s}.receipts, {s}.dedup, "
+                     "{s}.attempts",
+                     s),
+          "VACUUM ANALYZE"));
+      changed_rows_.fetch_sub(dead, std::memory_order_relaxed);
+    } else {
+      MQLITE_RETURN_IF_ERROR(
+          c.Simple(FillSchema("ANALYZE (SKIP_LOCKED) {s}.messages", s), "ANALYZE"));
+    }
+    written_rows_.fetch_sub(written, std::memory_order_relaxed);
+    return vacuum ? dead : int64_t{0};
   }
 
   Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) override {
@@ -1248,7 +1276,8 @@ class PgStore final : public Store {
   std::mutex listener_mu_;
   std::unique_ptr<Listener> listener_;
   std::shared_ptr<LockSession> locks_;
-  std::atomic<int64_t> changed_rows_{0};  // committed since the last VACUUM
+  std::atomic<int64_t> changed_rows_{0};  // updated or deleted since the last VACUUM
+  std::atomic<int64_t> written_rows_{0};  // inserted, updated or deleted since the last ANALYZE
   std::mutex vacuum_mu_;
   std::unique_ptr<PgConn> vacuum_conn_;
 };
