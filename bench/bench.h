@@ -141,6 +141,21 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 double RunTogether(int64_t n, double seconds,
                    const std::function<void(int64_t i, SteadyTime deadline)>& work);
 
+// The timed part of a time-bound shared workload (engines or floor
+// clients): `op(i)` runs over and over on n threads released together until
+// `seconds` have passed, each run returning how many items it finished. Sets
+// the iteration time (the benchmark uses manual time) and the counters;
+// returns the items.
+int64_t RunFor(benchmark::State& state, int64_t n, double seconds,
+               const std::function<int64_t(int64_t i)>& op);
+// shared_drain's timed part: n threads released together, thread i visiting
+// queues (i + k) % queues in turn, `take(i, q)` receiving and completing up
+// to a batch of queue q and returning how many, until a whole round takes
+// nothing. Dies unless `expected` messages were taken. Sets the iteration
+// time and the counters.
+void DrainTogether(benchmark::State& state, const std::string& name, int64_t n, int64_t queues,
+                   int64_t expected, const std::function<int64_t(int64_t i, int64_t q)>& take);
+
 // A floor: the fewest operations of one database that do the core workloads,
 // the physical limit for the store built on it (floor.cc: raw SQL for the
 // SQLite store; lmdb_floor.cc: raw LMDB for the LMDB store). Failures Die.

@@ -1,6 +1,7 @@
 #include <lmdb.h>
 #include <malloc.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -137,6 +138,47 @@ double RunTogether(int64_t n, double seconds,
   cv.notify_all();
   for (std::thread& t : threads) t.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int64_t RunFor(benchmark::State& state, int64_t n, double seconds,
+               const std::function<int64_t(int64_t i)>& op) {
+  std::atomic<int64_t> items{0};
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    state.SetIterationTime(RunTogether(n, seconds, [&](int64_t i, SteadyTime deadline) {
+      while (std::chrono::steady_clock::now() < deadline) {
+        items.fetch_add(op(i), std::memory_order_relaxed);
+      }
+    }));
+  }
+  counters.Finish(state, items.load());
+  return items.load();
+}
+
+void DrainTogether(benchmark::State& state, const std::string& name, int64_t n, int64_t queues,
+                   int64_t expected, const std::function<int64_t(int64_t i, int64_t q)>& take) {
+  std::atomic<int64_t> drained{0};
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    state.SetIterationTime(RunTogether(n, 0, [&](int64_t i, SteadyTime) {
+      for (bool any = true; any;) {
+        any = false;
+        for (int64_t k = 0; k < queues; ++k) {
+          const int64_t got = take(i, (i + k) % queues);
+          if (got == 0) continue;
+          any = true;
+          drained.fetch_add(got, std::memory_order_relaxed);
+        }
+      }
+    }));
+  }
+  if (drained.load() != expected) {
+    Die(name, Status::Internal("drained " + std::to_string(drained.load()) + " of " +
+                               std::to_string(expected) + " messages"));
+  }
+  counters.Finish(state, drained.load());
 }
 
 int64_t NowMs() {

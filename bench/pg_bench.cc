@@ -234,42 +234,26 @@ void FloorSharedSend(benchmark::State& state, const std::string& name, const std
                      Durability d, double seconds) {
   const int64_t n = state.range(0);
   FloorClients db(url, name, d, n);
-  std::atomic<int64_t> sent{0};
-  Counters counters;
-  counters.Start();
-  for (auto _ : state) {
-    state.SetIterationTime(RunTogether(n, seconds, [&](int64_t i, SteadyTime deadline) {
-      const std::string body = Body(kBody, i);
-      while (Steady::now() < deadline) {
-        db[i].Insert(1, body);
-        sent.fetch_add(1, std::memory_order_relaxed);
-      }
-    }));
-  }
-  counters.Finish(state, sent.load());
+  const std::string body = Body(kBody, 1);
+  RunFor(state, n, seconds, [&](int64_t i) -> int64_t {
+    db[i].Insert(1, body);
+    return 1;
+  });
 }
 
 void FloorSharedCycle(benchmark::State& state, const std::string& name, const std::string& url,
                       Durability d, double seconds) {
   const int64_t n = state.range(0);
   FloorClients db(url, name, d, n);
-  std::atomic<int64_t> cycles{0};
-  Counters counters;
-  counters.Start();
-  for (auto _ : state) {
-    state.SetIterationTime(RunTogether(n, seconds, [&](int64_t i, SteadyTime deadline) {
-      const std::string body = Body(kBody, i);
-      while (Steady::now() < deadline) {
-        db[i].Insert(1, body);
-        std::vector<int64_t> seqs;
-        // Another client may hold the only claimable message for a moment.
-        while (seqs.empty()) seqs = db[i].Claim(1, 1);
-        db[i].Complete(seqs[0]);
-        cycles.fetch_add(1, std::memory_order_relaxed);
-      }
-    }));
-  }
-  counters.Finish(state, cycles.load());
+  const std::string body = Body(kBody, 1);
+  RunFor(state, n, seconds, [&](int64_t i) -> int64_t {
+    db[i].Insert(1, body);
+    std::vector<int64_t> seqs;
+    // Another client may hold the only claimable message for a moment.
+    while (seqs.empty()) seqs = db[i].Claim(1, 1);
+    db[i].Complete(seqs[0]);
+    return 1;
+  });
 }
 
 void FloorSharedDrain(benchmark::State& state, const std::string& name, const std::string& url,
@@ -287,29 +271,15 @@ void FloorSharedDrain(benchmark::State& state, const std::string& name, const st
     }
     fill.Update((q + 1) * (total / queues));
   }
-  std::atomic<int64_t> drained{0};
-  Counters counters;
-  counters.Start();
-  for (auto _ : state) {
-    state.SetIterationTime(RunTogether(n, 0, [&](int64_t i, SteadyTime) {
-      for (bool any = true; any;) {
-        any = false;
-        for (int64_t k = 0; k < queues; ++k) {
-          std::vector<int64_t> seqs = db[i].Claim((i + k) % queues, 16);
-          if (seqs.empty()) continue;
-          any = true;
-          db[i].Begin();
-          for (int64_t seq : seqs) db[i].Complete(seq);
-          db[i].Commit();
-          drained.fetch_add(static_cast<int64_t>(seqs.size()), std::memory_order_relaxed);
-        }
-      }
-    }));
-  }
-  if (drained.load() != total / queues * queues) {
-    Die(name, Status::Internal("drained " + std::to_string(drained.load()) + " messages"));
-  }
-  counters.Finish(state, drained.load());
+  DrainTogether(state, name, n, queues, total / queues * queues,
+                [&](int64_t i, int64_t q) -> int64_t {
+                  std::vector<int64_t> seqs = db[i].Claim(q, 16);
+                  if (seqs.empty()) return 0;
+                  db[i].Begin();
+                  for (int64_t seq : seqs) db[i].Complete(seq);
+                  db[i].Commit();
+                  return static_cast<int64_t>(seqs.size());
+                });
 }
 
 // bloat_soak/<held|none>: soak_cycles cycles (Send, Receive max 1,

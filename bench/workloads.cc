@@ -59,6 +59,19 @@ std::vector<Message> ReceiveOrDie(Engine* engine, const std::string& queue, int 
   return std::move(*r);
 }
 
+// Completes every message of `got` with one CompleteBatch; returns how many.
+int64_t CompleteAll(Engine* engine, const std::string& queue, const std::vector<Message>& got,
+                    const std::string& name) {
+  if (got.empty()) return 0;
+  std::vector<SettleItem> items;
+  items.reserve(got.size());
+  for (const Message& m : got) items.push_back({m.seq, m.lock_token});
+  auto r = engine->CompleteBatch(queue, items);
+  if (!r) Die(name, r.error());
+  for (const Status& st : *r) Check(name + " complete", st);
+  return static_cast<int64_t>(got.size());
+}
+
 // A store and an engine on a fresh directory, closed (and the store's
 // server-side remains cleaned up) at scope exit.
 struct Env {
@@ -163,17 +176,9 @@ void Drain(benchmark::State& state, const std::string& name, const StoreSpec& sp
   Counters counters;
   counters.Start();
   int64_t drained = 0;
-  std::vector<SettleItem> items;
   for (auto _ : state) {
     drained = DrainRoundRobin(name, queues, total, [&](int64_t q) -> int64_t {
-      std::vector<Message> got = env.Receive(names[q], 16);
-      if (got.empty()) return 0;
-      items.clear();
-      for (const Message& m : got) items.push_back({m.seq, m.lock_token});
-      auto r = env->CompleteBatch(names[q], items);
-      if (!r) Die(name, r.error());
-      for (const Status& st : *r) Check(name + " complete", st);
-      return static_cast<int64_t>(got.size());
+      return CompleteAll(env.engine.get(), names[q], env.Receive(names[q], 16), name);
     });
   }
   counters.Finish(state, drained);
@@ -311,6 +316,13 @@ void RenewBatch(benchmark::State& state, const std::string& name, const StoreSpe
   });
 }
 
+// One 256 B message per thread of a shared workload.
+std::vector<OutgoingMessage> MessagesFor(int64_t threads) {
+  std::vector<OutgoingMessage> out;
+  for (int64_t i = 0; i < threads; ++i) out.push_back(Msg(kBody, i));
+  return out;
+}
+
 // shared_send/N: N engines, one thread each, sending one message per call
 // into one queue for scale.shared_seconds.
 void SharedSend(benchmark::State& state, const std::string& name, const StoreSpec& spec,
@@ -318,19 +330,11 @@ void SharedSend(benchmark::State& state, const std::string& name, const StoreSpe
   const int64_t n = state.range(0);
   SharedEnv env(spec, name, n);
   CreateQueue(env[0], "q");
-  std::atomic<int64_t> sent{0};
-  Counters counters;
-  counters.Start();
-  for (auto _ : state) {
-    state.SetIterationTime(RunTogether(n, seconds, [&](int64_t i, SteadyTime deadline) {
-      const OutgoingMessage m = Msg(kBody, i);
-      while (Steady::now() < deadline) {
-        Check(name, env[i]->Send("q", m).status());
-        sent.fetch_add(1, std::memory_order_relaxed);
-      }
-    }));
-  }
-  counters.Finish(state, sent.load());
+  const std::vector<OutgoingMessage> msgs = MessagesFor(n);
+  RunFor(state, n, seconds, [&](int64_t i) -> int64_t {
+    Check(name, env[i]->Send("q", msgs[static_cast<size_t>(i)]).status());
+    return 1;
+  });
 }
 
 // shared_cycle/N: N engines, one thread each, each doing the cycle (Send,
@@ -342,22 +346,14 @@ void SharedCycle(benchmark::State& state, const std::string& name, const StoreSp
   const int64_t n = state.range(0);
   SharedEnv env(spec, name, n);
   CreateQueue(env[0], "q");
-  std::atomic<int64_t> cycles{0};
-  Counters counters;
-  counters.Start();
-  for (auto _ : state) {
-    state.SetIterationTime(RunTogether(n, seconds, [&](int64_t i, SteadyTime deadline) {
-      const OutgoingMessage m = Msg(kBody, i);
-      while (Steady::now() < deadline) {
-        Check(name, env[i]->Send("q", m).status());
-        std::vector<Message> got;
-        while (got.empty()) got = ReceiveOrDie(env[i], "q", 1, 1'000);
-        Check(name, env[i]->Complete("q", got[0].seq, got[0].lock_token));
-        cycles.fetch_add(1, std::memory_order_relaxed);
-      }
-    }));
-  }
-  counters.Finish(state, cycles.load());
+  const std::vector<OutgoingMessage> msgs = MessagesFor(n);
+  RunFor(state, n, seconds, [&](int64_t i) -> int64_t {
+    Check(name, env[i]->Send("q", msgs[static_cast<size_t>(i)]).status());
+    std::vector<Message> got;
+    while (got.empty()) got = ReceiveOrDie(env[i], "q", 1, 1'000);
+    Check(name, env[i]->Complete("q", got[0].seq, got[0].lock_token));
+    return 1;
+  });
 }
 
 // shared_drain/<total>/<queues>/N: drain's backlog (filled untimed), drained
@@ -374,34 +370,11 @@ void SharedDrain(benchmark::State& state, const std::string& name, const StoreSp
     Fill(env[0], names.back(), total / queues, name + " fill " + names.back());
     fill.Update((q + 1) * (total / queues));
   }
-  std::atomic<int64_t> drained{0};
-  Counters counters;
-  counters.Start();
-  for (auto _ : state) {
-    state.SetIterationTime(RunTogether(n, 0, [&](int64_t i, SteadyTime) {
-      std::vector<SettleItem> items;
-      for (bool any = true; any;) {
-        any = false;
-        for (int64_t k = 0; k < queues; ++k) {
-          const std::string& q = names[static_cast<size_t>((i + k) % queues)];
-          std::vector<Message> got = ReceiveOrDie(env[i], q, 16);
-          if (got.empty()) continue;
-          any = true;
-          items.clear();
-          for (const Message& m : got) items.push_back({m.seq, m.lock_token});
-          auto r = env[i]->CompleteBatch(q, items);
-          if (!r) Die(name, r.error());
-          for (const Status& st : *r) Check(name + " complete", st);
-          drained.fetch_add(static_cast<int64_t>(got.size()), std::memory_order_relaxed);
-        }
-      }
-    }));
-  }
-  if (drained.load() != total / queues * queues) {
-    Die(name, Status::Internal("drained " + std::to_string(drained.load()) + " of " +
-                               std::to_string(total / queues * queues) + " messages"));
-  }
-  counters.Finish(state, drained.load());
+  DrainTogether(state, name, n, queues, total / queues * queues,
+                [&](int64_t i, int64_t q) -> int64_t {
+                  const std::string& queue = names[static_cast<size_t>(q)];
+                  return CompleteAll(env[i], queue, ReceiveOrDie(env[i], queue, 16), name);
+                });
 }
 
 // shared_e2e/N: N engines, each with 2 producer threads sending one message
@@ -415,34 +388,19 @@ void SharedEndToEnd(benchmark::State& state, const std::string& name, const Stor
   const int64_t n = state.range(0);
   SharedEnv env(spec, name, n);
   CreateQueue(env[0], "q");
-  std::atomic<int64_t> completed{0}, receives{0};
-  Counters counters;
-  counters.Start();
-  for (auto _ : state) {
-    state.SetIterationTime(RunTogether(4 * n, seconds, [&](int64_t t, SteadyTime deadline) {
-      Engine* e = env[t / 4];
-      if (t % 4 < 2) {  // producer
-        const OutgoingMessage m = Msg(kBody, t);
-        while (Steady::now() < deadline) Check(name + " send", e->Send("q", m).status());
-        return;
-      }
-      std::vector<SettleItem> items;
-      while (Steady::now() < deadline) {
-        std::vector<Message> got = ReceiveOrDie(e, "q", 16, 100);
-        receives.fetch_add(1, std::memory_order_relaxed);
-        if (got.empty()) continue;
-        items.clear();
-        for (const Message& m : got) items.push_back({m.seq, m.lock_token});
-        auto r = e->CompleteBatch("q", items);
-        if (!r) Die(name, r.error());
-        for (const Status& st : *r) Check(name + " complete", st);
-        completed.fetch_add(static_cast<int64_t>(got.size()), std::memory_order_relaxed);
-      }
-    }));
-  }
-  counters.Finish(state, completed.load());
+  const std::vector<OutgoingMessage> msgs = MessagesFor(4 * n);
+  std::atomic<int64_t> receives{0};
+  const int64_t completed = RunFor(state, 4 * n, seconds, [&](int64_t t) -> int64_t {
+    Engine* e = env[t / 4];
+    if (t % 4 < 2) {  // producer
+      Check(name + " send", e->Send("q", msgs[static_cast<size_t>(t)]).status());
+      return 0;
+    }
+    receives.fetch_add(1, std::memory_order_relaxed);
+    return CompleteAll(e, "q", ReceiveOrDie(e, "q", 16, 100), name);
+  });
   state.counters["msgs_per_receive"] =
-      static_cast<double>(completed.load()) / static_cast<double>(std::max<int64_t>(1, receives));
+      static_cast<double>(completed) / static_cast<double>(std::max<int64_t>(1, receives));
 }
 
 }  // namespace

@@ -287,6 +287,24 @@ class PgProxyTest : public ::testing::Test {
     return out;
   }
 
+  // A leader's Send, whose message matching the armed pattern the proxy
+  // holds (Arm with hold) while three more Sends queue behind it — one pooled
+  // connection, so they wait for the writer and then run as one group
+  // commit — then released. The leader's status and the group's.
+  std::pair<Status, std::vector<Status>> LeaderThenGroupOfThree(Engine& e) {
+    Status first;
+    std::vector<Status> group;
+    std::thread leader([&] { first = e.Send("q", {.body = "leader", .message_id = "lead"}).status(); });
+    const bool held = proxy_->WaitHeld(10s);
+    EXPECT_TRUE(held) << "the leader's message never reached the proxy";
+    std::thread members([&] { group = SendConcurrently(e, 3, 0); });
+    std::this_thread::sleep_for(300ms);  // the three queue behind the held leader
+    proxy_->Release();
+    leader.join();
+    members.join();
+    return {first, group};
+  }
+
   std::unique_ptr<PgConn> admin_;
   std::string schema_;
   std::unique_ptr<FaultProxy> proxy_;
@@ -300,15 +318,7 @@ class PgProxyTest : public ::testing::Test {
 TEST_F(PgProxyTest, Spec10_ACutBeforeCommitRerunsTheGroupAndAppliesEachMemberOnce) {
   Engine& e = OpenThroughProxy();
   proxy_->Arm("mq_insert_message", 2, FaultProxy::Cut::kBefore, /*hold=*/true);
-  Status first;
-  std::thread leader([&] { first = e.Send("q", {.body = "leader", .message_id = "lead"}).status(); });
-  ASSERT_TRUE(proxy_->WaitHeld(10s)) << "the leader's insert never reached the proxy";
-  std::vector<Status> group;
-  std::thread members([&] { group = SendConcurrently(e, 3, 0); });
-  std::this_thread::sleep_for(300ms);  // the three queue behind the held leader
-  proxy_->Release();
-  leader.join();
-  members.join();
+  const auto [first, group] = LeaderThenGroupOfThree(e);
   MQ_EXPECT_OK(first);
   ASSERT_EQ(group.size(), 3u);
   for (const Status& s : group) MQ_EXPECT_OK(s);
@@ -336,15 +346,7 @@ TEST_F(PgProxyTest, Spec10_ACutBeforeCommitFailsATxWithNothingCommitted) {
 TEST_F(PgProxyTest, Spec10_ACutAfterCommitIsOutcomeUnknownForEveryMemberAndNothingRuns) {
   Engine& e = OpenThroughProxy();
   proxy_->Arm("COMMIT", 2, FaultProxy::Cut::kAfter, /*hold=*/true);
-  Status first;
-  std::thread leader([&] { first = e.Send("q", {.body = "leader", .message_id = "lead"}).status(); });
-  ASSERT_TRUE(proxy_->WaitHeld(10s)) << "the leader's COMMIT never reached the proxy";
-  std::vector<Status> group;
-  std::thread members([&] { group = SendConcurrently(e, 3, 100); });
-  std::this_thread::sleep_for(300ms);  // the three queue behind the held leader
-  proxy_->Release();
-  leader.join();
-  members.join();
+  const auto [first, group] = LeaderThenGroupOfThree(e);
   MQ_EXPECT_OK(first);
   ASSERT_EQ(group.size(), 3u);
   for (const Status& s : group) MQ_EXPECT_CODE(s, kOutcomeUnknown);
