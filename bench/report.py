@@ -914,16 +914,13 @@ def section_pg_shared(results):
         store, floor = f"{PG}:{d}", f"{PGF}:{d}"
         rows = []
         for family in ("shared_send", "shared_cycle", "shared_drain", "shared_e2e"):
-            ns = sorted({int(w.rsplit("/", 1)[1]) for st in (store, floor)
-                         for w in results.get(st, {}) if w.split("/")[0] == family})
-            for n in ns:
-                w = next((w for w in results.get(store, {}) | results.get(floor, {})
-                          if w.split("/")[0] == family and w.endswith(f"/{n}")), None)
-                a, b = get(results, store, w, ips), get(results, floor, w, ips)
-                fw = w
-                if family == "shared_e2e":  # compared with the floor's cycle
-                    fw = f"shared_cycle/{n}"
-                    b = get(results, floor, fw, ips)
+            # {engines: workload name} (shared_drain's name carries its sizes too)
+            by_n = {int(w.rsplit("/", 1)[1]): w for st in (store, floor)
+                    for w in results.get(st, {}) if w.split("/")[0] == family}
+            for n, w in sorted(by_n.items()):
+                # shared_e2e is compared with the floor's cycle at the same count
+                fw = f"shared_cycle/{n}" if family == "shared_e2e" else w
+                a, b = get(results, store, w, ips), get(results, floor, fw, ips)
                 rows.append((f"`{w}`", sig(a), f"{sig(b)} (`{fw}`)" if fw != w else sig(b),
                              ratio_text(a / b) if a and b else "—"))
         if rows:

@@ -17,6 +17,21 @@ std::string Trimmed(const char* s) {
   return m;
 }
 
+// libpq's view of a statement's parameters: pointers and lengths (NULL for
+// a missing value), valid while `params` lives.
+struct ParamArrays {
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  explicit ParamArrays(std::span<const std::optional<std::string>> params)
+      : values(params.size()), lengths(params.size()) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      values[i] = params[i] ? params[i]->data() : nullptr;
+      lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
+    }
+  }
+  int count() const { return static_cast<int>(values.size()); }
+};
+
 }  // namespace
 
 PgResult& PgResult::operator=(PgResult&& o) noexcept {
@@ -188,18 +203,13 @@ Result<PgResult> PgConn::Run(const Statement& st,
     c.what = st.name;
     return Pipeline(&c);
   }
-  std::vector<const char*> values(params.size());
-  std::vector<int> lengths(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    values[i] = params[i] ? params[i]->data() : nullptr;
-    lengths[i] = params[i] ? static_cast<int>(params[i]->size()) : 0;
-  }
+  const ParamArrays a(params);
   ++sent_;
   PgResult r(st.plan_each_time
-                 ? PQexecParams(conn_, st.sql, static_cast<int>(values.size()), nullptr,
-                                values.data(), lengths.data(), formats, 0)
-                 : PQexecPrepared(conn_, st.name, static_cast<int>(values.size()),
-                                  values.data(), lengths.data(), formats, 0));
+                 ? PQexecParams(conn_, st.sql, a.count(), nullptr, a.values.data(),
+                                a.lengths.data(), formats, 0)
+                 : PQexecPrepared(conn_, st.name, a.count(), a.values.data(), a.lengths.data(),
+                                  formats, 0));
   const ExecStatusType s = r.get() ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) return Fail(r.get(), st.name);
   last_ = PgError{};
@@ -207,23 +217,18 @@ Result<PgResult> PgConn::Run(const Statement& st,
 }
 
 bool PgConn::SendCommand(const Command& c) {
-  std::vector<const char*> values(c.values.size());
-  std::vector<int> lengths(c.values.size());
-  for (size_t i = 0; i < c.values.size(); ++i) {
-    values[i] = c.values[i] ? c.values[i]->data() : nullptr;
-    lengths[i] = c.values[i] ? static_cast<int>(c.values[i]->size()) : 0;
-  }
-  const int n = static_cast<int>(values.size());
-  const int* formats = c.formats.empty() ? nullptr : c.formats.data();
   ++sent_;
   if (!c.sql.empty()) {
     return PQsendQueryParams(conn_, c.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
   }
+  const ParamArrays a(c.values);
+  const int* formats = c.formats.empty() ? nullptr : c.formats.data();
   if (c.st.plan_each_time) {
-    return PQsendQueryParams(conn_, c.st.sql, n, nullptr, values.data(), lengths.data(), formats,
-                             0) != 0;
+    return PQsendQueryParams(conn_, c.st.sql, a.count(), nullptr, a.values.data(),
+                             a.lengths.data(), formats, 0) != 0;
   }
-  return PQsendQueryPrepared(conn_, c.st.name, n, values.data(), lengths.data(), formats, 0) != 0;
+  return PQsendQueryPrepared(conn_, c.st.name, a.count(), a.values.data(), a.lengths.data(),
+                             formats, 0) != 0;
 }
 
 Result<PgResult> PgConn::Pipeline(Command* last, bool committing) {
@@ -284,10 +289,11 @@ Result<PgResult> PgConn::Pipeline(Command* last, bool committing) {
     if (st == PGRES_PIPELINE_ABORTED) continue;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
       if (failed.ok()) {
+        // A deferred command's (one before `last`, or any in a Flush).
+        const bool deferred = last == nullptr || e.command < last_index;
         const bool server_said = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) != nullptr;
-        const bool before_commit = e.command < last_index;
-        failed = Fail(r.get(), e.what, committing && !(before_commit && server_said));
-        if (e.command < last_index || last == nullptr) spoiled_ = failed;
+        failed = Fail(r.get(), e.what, committing && !(deferred && server_said));
+        if (deferred) spoiled_ = failed;
       }
       continue;
     }
@@ -314,14 +320,13 @@ Status PgConn::Commit() {
   // shutdown) left its FATAL in the socket: read it first, and the failure
   // is "lost before COMMIT", which is certain, not "outcome unknown".
   if (PQconsumeInput(conn_) == 0 || broken()) {
-    deferred_.clear();
-    before_commit_.clear();
+    DropPending();
     return Fail(nullptr, "COMMIT");
   }
   if (!spoiled_.ok()) {
-    deferred_.clear();
-    before_commit_.clear();
-    return spoiled_;
+    const Status spoiled = spoiled_;
+    DropPending();
+    return spoiled;
   }
   for (std::string& sql : before_commit_) Defer(std::move(sql), "before COMMIT");
   before_commit_.clear();
@@ -346,9 +351,7 @@ Status PgConn::Commit() {
 }
 
 void PgConn::Rollback() {
-  spoiled_ = Status::OK();
-  deferred_.clear();
-  before_commit_.clear();
+  DropPending();
   if (broken() || txn_status() == PQTRANS_IDLE) return;
   PgResult r(PQexec(conn_, "ROLLBACK"));
 }

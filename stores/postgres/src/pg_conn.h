@@ -190,9 +190,7 @@ class PgConn {
   // finally failed with a status of its own making.
   void MarkAttempt() {
     attempt_failure_ = Failure::kNone;
-    spoiled_ = Status::OK();
-    deferred_.clear();
-    before_commit_.clear();
+    DropPending();
   }
   Failure attempt_failure() const { return attempt_failure_; }
 
@@ -202,11 +200,18 @@ class PgConn {
   Status Fail(const PGresult* r, std::string_view what, bool committing = false);
   Result<PgResult> Run(const Statement& st, std::span<const std::optional<std::string>> values,
                        const int* formats);
-  // One command of a pipeline: a prepared or unprepared statement with its
-  // parameters, or (st.sql only) a parameterless one.
+  // Forgets what is deferred or due before COMMIT, and a spoiled
+  // transaction's failure: the transaction they belonged to is over.
+  void DropPending() {
+    spoiled_ = Status::OK();
+    deferred_.clear();
+    before_commit_.clear();
+  }
+  // One command of a pipeline: a prepared or unprepared statement (`st`)
+  // with its parameters, or, when `sql` is set, that parameterless text.
   struct Command {
     Statement st;
-    std::string sql;  // owns st.sql for a deferred text statement
+    std::string sql;
     std::vector<std::optional<std::string>> values;
     std::vector<int> formats;
     std::string what;

@@ -194,9 +194,8 @@ class PgTxn final : public StoreTxn {
   // ---- Queues ----
 
   Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
-    queues_read_.clear();
-    auto existing = GetQueue(cfg.name);
-    queues_read_.clear();
+    queues_read_.clear();  // it changes, and it must be read as it is now
+    auto existing = LoadQueue(cfg.name);
     if (existing) {
       if (existing->config.ordering != cfg.ordering) {
         MQLITE_ASSIGN_OR_RETURN(PgResult any, X(Q::kQueueHasMessages, PgParams().I(existing->id)));
@@ -227,14 +226,9 @@ class PgTxn final : public StoreTxn {
     for (const QueueRecord& q : queues_read_) {
       if (q.config.name == name) return q;
     }
-    if (PlausibleQueueName(name)) {
-      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kGetQueue, PgParams().Text(name)));
-      if (r.rows() == 1) {
-        queues_read_.push_back(ReadQueue(r, 0));
-        return queues_read_.back();
-      }
-    }
-    return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
+    MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LoadQueue(name));
+    queues_read_.push_back(q);
+    return q;
   }
 
   Result<std::vector<QueueRecord>> ListQueues() override {
@@ -709,6 +703,15 @@ class PgTxn final : public StoreTxn {
   }
 
  private:
+  // The queue as the server has it now (GetQueue remembers it).
+  Result<QueueRecord> LoadQueue(std::string_view name) {
+    if (PlausibleQueueName(name)) {
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kGetQueue, PgParams().Text(name)));
+      if (r.rows() == 1) return ReadQueue(r, 0);
+    }
+    return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
+  }
+
   Result<PgResult> X(Q q, const PgParams& p) {
     MQLITE_ASSIGN_OR_RETURN(PgResult r, c_.Exec(q_[q], p));
     const std::string_view tag = r.tag();
@@ -1108,8 +1111,8 @@ class PgStore final : public Store {
           conn.BeforeCommit("SELECT pg_notify('" + channel_ + "', '" + ids + "')");
           return Status::OK();
         }));
-    changed_rows_.fetch_add(changed, std::memory_order_relaxed);
-    written_rows_.fetch_add(changed + inserted, std::memory_order_relaxed);
+    dead_since_vacuum_.fetch_add(changed, std::memory_order_relaxed);
+    written_since_analyze_.fetch_add(changed + inserted, std::memory_order_relaxed);
     // This process's own subscribers need not wait for the notification.
     if (!touched.empty()) hub_->Publish(touched);
     return Status::OK();
@@ -1130,8 +1133,8 @@ class PgStore final : public Store {
   // read-only by default. statement_timeout follows the call's deadline.
   // Returns the dead rows a VACUUM was run for.
   Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
-    const int64_t dead = changed_rows_.load(std::memory_order_relaxed);
-    const int64_t written = written_rows_.load(std::memory_order_relaxed);
+    const int64_t dead = dead_since_vacuum_.load(std::memory_order_relaxed);
+    const int64_t written = written_since_analyze_.load(std::memory_order_relaxed);
     const int64_t least = std::max<int64_t>(budget, 1'000);
     if (dead < least && written < least) return int64_t{0};
     std::lock_guard<std::mutex> l(vacuum_mu_);
@@ -1167,12 +1170,12 @@ class PgStore final : public Store {
                      "{s}.attempts",
                      s),
           "VACUUM ANALYZE"));
-      changed_rows_.fetch_sub(dead, std::memory_order_relaxed);
+      dead_since_vacuum_.fetch_sub(dead, std::memory_order_relaxed);
     } else {
       MQLITE_RETURN_IF_ERROR(
           c.Simple(FillSchema("ANALYZE (SKIP_LOCKED) {s}.messages", s), "ANALYZE"));
     }
-    written_rows_.fetch_sub(written, std::memory_order_relaxed);
+    written_since_analyze_.fetch_sub(written, std::memory_order_relaxed);
     return vacuum ? dead : int64_t{0};
   }
 
@@ -1276,8 +1279,10 @@ class PgStore final : public Store {
   std::mutex listener_mu_;
   std::unique_ptr<Listener> listener_;
   std::shared_ptr<LockSession> locks_;
-  std::atomic<int64_t> changed_rows_{0};  // updated or deleted since the last VACUUM
-  std::atomic<int64_t> written_rows_{0};  // inserted, updated or deleted since the last ANALYZE
+  // Rows committed through this store: updated or deleted since the last
+  // VACUUM; inserted, updated or deleted since the last ANALYZE.
+  std::atomic<int64_t> dead_since_vacuum_{0};
+  std::atomic<int64_t> written_since_analyze_{0};
   std::mutex vacuum_mu_;
   std::unique_ptr<PgConn> vacuum_conn_;
 };

@@ -65,7 +65,6 @@ enum class Q : int {
   kClaimAllOrNothing,
   kLockMessage,
   kDeleteReturning,
-  kLoadRef,
   kLoadRefForUpdate,
   kLockUngrouped,
   kCasUnlock,
@@ -186,8 +185,6 @@ inline constexpr QueryText kQueries[] = {
      "RETURNING " MQ_MSG_COLS},
     {Q::kDeleteReturning, "mq_delete_returning",
      "DELETE FROM {s}.messages WHERE seq = $1 AND state = 0 RETURNING " MQ_MSG_COLS},
-    {Q::kLoadRef, "mq_load_ref",
-     "SELECT " MQ_REF_COLS " FROM {s}.messages WHERE seq = $1 AND queue_id = $2"},
     {Q::kLoadRefForUpdate, "mq_load_ref_for_update",
      "SELECT " MQ_REF_COLS " FROM {s}.messages WHERE seq = $1 AND queue_id = $2 FOR UPDATE"},
     // The row, locked FOR UPDATE if it is ungrouped (no group lock comes

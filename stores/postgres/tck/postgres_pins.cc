@@ -67,7 +67,6 @@ std::vector<Expect> Expectations() {
        true, "numbers and orders the batch's own candidates (at most max_messages rows)"},
       {Q::kLockMessage, {"5", "0", kToken, now}, "messages_pkey"},
       {Q::kDeleteReturning, {"5"}, "messages_pkey"},
-      {Q::kLoadRef, {"5", "{Q}"}, "messages_pkey"},
       {Q::kLoadRefForUpdate, {"5", "{Q}"}, "messages_pkey"},
       {Q::kLockUngrouped, {"5", "{Q}"}, "messages_pkey"},
       {Q::kCasUnlock, {"5", "1", kToken, now, "0"}, "messages_pkey"},
