@@ -19,7 +19,8 @@ std::string DedupKey(const OutgoingMessage& m);
 
 // SPEC §7.2: a receipt is keyed by the whole request — queue, seq, token,
 // operation and the arguments that change its effect. 40 bytes: the seq
-// big-endian, then a SHA-256 of the rest.
+// big-endian, then 32 bytes — a SHA-256 of the rest for Abandon and Reject
+// (delay; reason and description), the rest itself for Complete and Defer.
 std::string ReceiptKey(int64_t queue_id, const SettleRequest& r);
 
 }  // namespace mqlite::internal

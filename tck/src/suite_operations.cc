@@ -184,6 +184,29 @@ TEST_P(TckLifecycle, Spec6_OldestClaimableIsByEnqueuedAtSoARedrivenMessageCounts
   EXPECT_EQ(StatsOk("jobs").oldest_claimable_age_ms, 11'000);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_OldestClaimableIsTheOldestAcrossPriorities, "G3");
+TEST_P(TckLifecycle, Spec6_OldestClaimableIsTheOldestAcrossPriorities) {
+  MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
+  auto send = [&](const char* body, int priority) {
+    OutgoingMessage m = Out(body);
+    m.priority = priority;
+    return engine().Send("jobs", m);
+  };
+  MQ_ASSERT_OK(send("old", 2));  // enqueued kT0
+  clock().Advance(3'000);
+  MQ_ASSERT_OK(send("urgent", 9));
+  MQ_ASSERT_OK(send("low", 0));
+  clock().Advance(1'000);
+  // The oldest is neither first in claim order nor of the lowest priority.
+  EXPECT_EQ(StatsOk("jobs").oldest_claimable_age_ms, 4'000);
+  MQ_ASSERT_OK_AND_ASSIGN(Message first, ReceiveOne(engine(), "jobs"));
+  EXPECT_EQ(first.body, "urgent");
+  EXPECT_EQ(StatsOk("jobs").oldest_claimable_age_ms, 4'000);
+  MQ_ASSERT_OK_AND_ASSIGN(Message second, ReceiveOne(engine(), "jobs"));
+  EXPECT_EQ(second.body, "old");
+  EXPECT_EQ(StatsOk("jobs").oldest_claimable_age_ms, 1'000) << "\"low\" is left";
+}
+
 // ---- Peek never hands out a lock token (§6) ----------------------------------
 
 MQLITE_TCK_GRADES(TckLifecycle, Spec6_PeekNeverReturnsALockTokenSoAnInspectorCannotSettle, "G2",

@@ -425,8 +425,10 @@ class PausingStore : public StoreWrapper {
         o_->Hit("Enqueue");
         return r;
       }
-      Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& req) override {
-        auto r = StoreTxnWrapper::Settle(q, req);
+      // What the engine calls for every settle.
+      Result<SettleResult> SettleWithReceipt(const QueueRecord& q, const SettleRequest& req,
+                                             std::string_view key, int64_t expires_at) override {
+        auto r = StoreTxnWrapper::SettleWithReceipt(q, req, key, expires_at);
         o_->Hit("Settle");
         return r;
       }

@@ -2,18 +2,40 @@
 // a new kSqliteSchemaToken: files written with another token are refused.
 //
 // Design (docs/sqlite-store.md):
-// - One row per message; state is a column; seq is an AUTOINCREMENT rowid, so
-//   it is never reused, even after the newest row is deleted.
+// - One row per message; state is a column; the row is addressed by seq (the
+//   rowid), and every transition updates it in place.
+// - seq is assigned by the store from a counter whose high-water mark is
+//   reserved in blocks in mqlite_meta ('seq_reserved'), so it is never
+//   reused — even after the newest row is deleted and the file reopened —
+//   without AUTOINCREMENT's write of sqlite_sequence on every send.
+// - A completed message stays as a tombstone (state 5, kSettled) holding its
+//   Complete's receipt (SPEC §7.2): the lock token it was completed under,
+//   and in locked_until the receipt's expiry; its payload is cleared. That
+//   replaces a receipt row and its expiry index entry per Complete with an
+//   update of the row the Complete already changes; maintenance deletes
+//   expired tombstones (DropExpiredRecords). Tombstones are no message:
+//   nothing that reads messages sees state 5.
 // - Group order without probing: `is_head` is 1 for an ungrouped message and
 //   for the lowest-seq live (not dead-lettered) member of each group. The
 //   claim index holds only active heads, so blocked group members are never
-//   visited; when a head leaves its group (deleted or dead-lettered) the next
-//   member is promoted with one seek of mqlite_msg_group.
-// - One partial index per state path; every claim, settle and maintenance
-//   query seeks one of them.
-// - Text fields are BLOBs so NUL bytes round-trip; NULL = absent.
+//   visited; when a head leaves its group (completed, deleted or
+//   dead-lettered) the next member is promoted with one seek of
+//   mqlite_msg_group.
+// - One index over the time-driven states (locked by lease end, scheduled by
+//   due time, dead-lettered by dead-letter time, tombstones by receipt
+//   expiry), keyed through the generated column due_at; every claim, settle
+//   and maintenance query seeks the key, the state, claim, group, time or
+//   TTL index.
+// - Stats' oldest claimable active head: active heads of one priority come
+//   in seq order, which is enqueued_at order for every message but a
+//   redriven one (it keeps its enqueued_at under a new seq): those carry
+//   redriven = 1 and have an index of their own.
+// - Text fields are BLOBs so NUL bytes round-trip; NULL = absent. A body's
+//   size is length(body), which SQLite reads from the record header.
 #ifndef MQLITE_STORES_SQLITE_SRC_SCHEMA_H_
 #define MQLITE_STORES_SQLITE_SRC_SCHEMA_H_
+
+#include <cstdint>
 
 #include "mqlite/types.h"
 
@@ -31,6 +53,12 @@ inline const char* SynchronousLevel(Durability d) {
   }
   return "NORMAL";
 }
+
+// How many seqs one write of mqlite_meta's 'seq_reserved' hands out.
+inline constexpr int64_t kSeqReserveBlock = 1024;
+
+// The state of a completed message's tombstone (beside MessageState's 0–4).
+inline constexpr int kSettled = 5;
 
 inline constexpr const char* kSqliteSchema[] = {
     "CREATE TABLE mqlite_meta (\n"
@@ -57,7 +85,7 @@ inline constexpr const char* kSqliteSchema[] = {
     ") STRICT",
 
     "CREATE TABLE mqlite_messages (\n"
-    "  seq                     INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  seq                     INTEGER PRIMARY KEY,\n"
     "  queue_id                INTEGER NOT NULL,\n"
     "  state                   INTEGER NOT NULL,\n"
     "  is_head                 INTEGER NOT NULL,\n"
@@ -72,6 +100,7 @@ inline constexpr const char* kSqliteSchema[] = {
     "  dead_lettered_at        INTEGER NOT NULL,\n"
     "  dead_letter_reason      BLOB,\n"
     "  dead_letter_description BLOB,\n"
+    "  redriven                INTEGER NOT NULL,\n"
     "  message_id              BLOB,\n"
     "  group_id                BLOB,\n"
     "  subject                 BLOB,\n"
@@ -79,33 +108,32 @@ inline constexpr const char* kSqliteSchema[] = {
     "  content_type            BLOB,\n"
     "  properties              BLOB,\n"
     "  body                    BLOB NOT NULL,\n"
-    "  body_size               INTEGER NOT NULL\n"
+    "  due_at                  INTEGER GENERATED ALWAYS AS (CASE state WHEN 1 THEN locked_until\n"
+    "                            WHEN 3 THEN visible_at WHEN 4 THEN dead_lettered_at\n"
+    "                            WHEN 5 THEN locked_until ELSE 0 END) VIRTUAL\n"
     ") STRICT",
 
     // Claim: active heads in delivery order.
     "CREATE INDEX mqlite_msg_claim ON mqlite_messages (queue_id, priority DESC, seq)\n"
     "  WHERE state = 0 AND is_head = 1",
-    // Next head of a group.
+    // Next head of a group: its live members.
     "CREATE INDEX mqlite_msg_group ON mqlite_messages (queue_id, group_key, seq)\n"
-    "  WHERE group_key IS NOT NULL AND state <> 4",
-    // Active heads by age: Stats' oldest claimable message (SPEC §6). By
-    // enqueued_at, not seq — a redriven message keeps its enqueued_at.
-    "CREATE INDEX mqlite_msg_age ON mqlite_messages (queue_id, enqueued_at)\n"
-    "  WHERE state = 0 AND is_head = 1",
-    // Scheduled by due time.
-    "CREATE INDEX mqlite_msg_due ON mqlite_messages (queue_id, visible_at)\n"
-    "  WHERE state = 3",
-    // Leases by expiry.
-    "CREATE INDEX mqlite_msg_lease ON mqlite_messages (queue_id, locked_until)\n"
-    "  WHERE state = 1",
+    "  WHERE group_key IS NOT NULL AND state < 4",
+    // The time-driven states by their time: leases by expiry (reclaim,
+    // recovery), schedules by due time, dead letters oldest first (retention,
+    // redrive, purge; ties by seq, the rowid every entry ends with),
+    // tombstones by receipt expiry.
+    "CREATE INDEX mqlite_msg_time ON mqlite_messages (queue_id, state, due_at)\n"
+    "  WHERE state = 1 OR state = 3 OR state = 4 OR state = 5",
     // TTL by deadline (locked rows expire only once their lease ends).
     "CREATE INDEX mqlite_msg_ttl ON mqlite_messages (queue_id, expires_at)\n"
     "  WHERE expires_at > 0 AND state IN (0, 2, 3)",
-    // Dead letters, oldest first (retention, redrive, purge).
-    "CREATE INDEX mqlite_msg_dlq ON mqlite_messages (queue_id, dead_lettered_at, seq)\n"
-    "  WHERE state = 4",
-    // Peek by state, stats, queue deletion.
+    // Peek by state, Stats, queue deletion.
     "CREATE INDEX mqlite_msg_state ON mqlite_messages (queue_id, state, seq)",
+    // Redriven active heads by age: Stats' oldest claimable (SPEC §6) for the
+    // only messages whose seq order is not their enqueued_at order.
+    "CREATE INDEX mqlite_msg_redriven ON mqlite_messages (queue_id, enqueued_at)\n"
+    "  WHERE state = 0 AND is_head = 1 AND redriven = 1",
 
     // SPEC §4: dedup records outlive their message for the whole window.
     "CREATE TABLE mqlite_dedup (\n"

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -27,7 +28,7 @@
 
 namespace mqlite {
 
-const char* const kSqliteSchemaToken = "mqlite-sqlite-2";
+const char* const kSqliteSchemaToken = "mqlite-sqlite-3";
 
 namespace {
 constexpr char kHandleType[] = "sqlite3";
@@ -375,14 +376,62 @@ RowRef ReadRef(const Query& q) {
   return r;
 }
 
+// What the store keeps in memory across transactions. Every field is
+// guarded by the store's RunGate (one transaction at a time).
+struct StoreState {
+  // The seq counter (schema.h): the next seq to hand out, and the highest
+  // seq mqlite_meta has reserved (committed or in the open transaction).
+  // `next` never goes back, even past a rollback: a seq handed out in a
+  // transaction that then rolled back is skipped, not reused (store.h
+  // allows either), so no seq can be handed out twice whatever the
+  // application did to the transaction through the native handle.
+  struct Seqs {
+    int64_t next = 1;
+    int64_t reserved = 0;
+    // After a rollback the reservation may not be in the file: the next
+    // NextSeq writes a new one (next + block − 1, never below a reservation
+    // written before, since `next` only grows).
+    void ForgetReservation() { reserved = 0; }
+  } seqs;
+  // Queue records by name, as committed: the store is exclusive (SPEC §9),
+  // so only its own transactions change them. A transaction that creates,
+  // changes or deletes a queue clears the cache and bypasses it until it
+  // ends, and it is cleared again then, whether it committed or not.
+  std::unordered_map<std::string, QueueRecord> queues;
+  bool queues_changed = false;
+};
+
+// A claim candidate as kClaimCandidates reads it: the whole message, and
+// the row facts the claim's rules and writes need.
+struct Candidate : RowRef {
+  Message message;
+};
+
+Result<Candidate> ReadCandidate(const Query& q, const std::string& queue_name) {
+  Candidate c;
+  MQLITE_ASSIGN_OR_RETURN(c.message, ReadMessage(q, queue_name));
+  const Message& m = c.message;
+  c.seq = m.seq;
+  c.state = m.state;
+  c.expires_at = m.expires_at;
+  c.delivery_count = m.delivery_count;
+  c.locked_until = m.locked_until;
+  c.token = m.lock_token;
+  c.is_head = q.ColInt(19) != 0;
+  c.group_key = q.ColOptBytes(20);
+  c.body_size = q.ColInt(21);
+  return c;
+}
+
 class SqliteTxn final : public StoreTxn {
  public:
-  explicit SqliteTxn(Conn* conn) : c_(conn) {}
+  SqliteTxn(Conn* conn, StoreState* state) : c_(conn), st_(state) {}
 
   // ---- Queues ----
 
   Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
     auto existing = GetQueue(cfg.name);
+    QueuesChanged();
     if (existing) {
       if (existing->config.ordering != cfg.ordering) {
         Query any(c_, kQueueHasMessages);
@@ -406,11 +455,17 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Result<QueueRecord> GetQueue(std::string_view name) override {
+    const bool cache = !st_->queues_changed;
+    if (cache) {
+      if (auto it = st_->queues.find(std::string(name)); it != st_->queues.end()) return it->second;
+    }
     Query q(c_, kGetQueue);
     q.Text(name);
     MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
-    return ReadQueue(q);
+    QueueRecord r = ReadQueue(q);
+    if (cache) st_->queues.emplace(r.config.name, r);
+    return r;
   }
 
   Result<std::vector<QueueRecord>> ListQueues() override {
@@ -425,6 +480,7 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Status DeleteQueue(const QueueRecord& queue) override {
+    QueuesChanged();
     Query dm(c_, kDeleteQueueMessages);
     dm.Int(queue.id);
     MQLITE_RETURN_IF_ERROR(dm.Exec());
@@ -446,9 +502,11 @@ class SqliteTxn final : public StoreTxn {
         MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(queue.id, *it.group_key));
         head = !live;
       }
+      MQLITE_ASSIGN_OR_RETURN(int64_t seq, NextSeq());
       Query ins(c_, kInsertMessage);
       ins.Int(queue.id)
           .Int(static_cast<int>(it.state))
+          .Int(seq)
           .Int(head ? 1 : 0)
           .Int(m.priority)
           .OptBytes(it.group_key)
@@ -465,17 +523,17 @@ class SqliteTxn final : public StoreTxn {
       } else {
         ins.Bytes(EncodePropertyBlob(m.properties));
       }
-      ins.Bytes(m.body).Int(static_cast<int64_t>(m.body.size()));
+      ins.Bytes(m.body);
       MQLITE_RETURN_IF_ERROR(ins.Exec());
-      seqs.push_back(sqlite3_last_insert_rowid(c_->db()));
+      seqs.push_back(seq);
     }
     return seqs;
   }
 
   Status CancelScheduled(const QueueRecord& queue, int64_t seq) override {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kScheduled, seq));
     MQLITE_RETURN_IF_ERROR(CheckCancelScheduled(Facts(row), seq));
-    return Remove(queue, *row);
+    return Remove(queue, *row, /*fresh=*/true);
   }
 
   // ---- Claim ----
@@ -484,38 +542,45 @@ class SqliteTxn final : public StoreTxn {
     MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
-    MQLITE_RETURN_IF_ERROR(ClaimInChunks<RowRef>(
+    MQLITE_RETURN_IF_ERROR(ClaimInChunks<Candidate>(
         req, queue.config,
-        [&](int64_t limit) -> Result<std::vector<RowRef>> {
-          std::vector<RowRef> rows;
+        [&](int64_t limit) -> Result<std::vector<Candidate>> {
+          std::vector<Candidate> rows;
           Query q(c_, kClaimCandidates);
           q.Int(queue.id).Int(limit);
-          MQLITE_RETURN_IF_ERROR(Collect(q, &rows));
+          for (;;) {
+            MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+            if (!row) break;
+            MQLITE_ASSIGN_OR_RETURN(Candidate c, ReadCandidate(q, queue.config.name));
+            rows.push_back(std::move(c));
+          }
           return rows;
         },
-        [&](const RowRef& r, const Verdict& v) -> Result<ClaimTake> {
+        [&](const Candidate& r, const Verdict& v) -> Result<ClaimTake> {
           if (v.action != Verdict::Action::kDeliver) {
             MQLITE_RETURN_IF_ERROR(Apply(queue, r, v, req.now));
             return ClaimTake::kRetired;
           }
+          Message m = r.message;
           if (peek_lock) {
+            const LockToken& token = req.tokens[out.size()];
             Query u(c_, kLockMessage);
-            u.Token(req.tokens[out.size()]).Int(req.locked_until).Int(r.seq);
-            MQLITE_ASSIGN_OR_RETURN(bool row, u.Step());
-            if (!row) return Status::Internal("claim: row vanished");
-            MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(u, queue.config.name));
-            out.push_back(std::move(m));
-            return ClaimTake::kDelivered;
+            u.Token(token).Int(req.locked_until).Int(queue.id).Int(kActive).Int(r.seq);
+            MQLITE_RETURN_IF_ERROR(ExecOne(u, "claim"));
+            // The row as kLockMessage left it.
+            m.state = MessageState::kLocked;
+            m.lock_token = token;
+            m.locked_until = req.locked_until;
+            m.delivery_count += 1;
+          } else {
+            Query d(c_, kDeleteMessage);
+            d.Int(queue.id).Int(kActive).Int(r.seq);
+            MQLITE_RETURN_IF_ERROR(ExecOne(d, "claim"));
+            AsReceivedAndDeleted(&m);
+            // A candidate is a head: its group's next member takes over.
+            if (r.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *r.group_key));
           }
-          Query d(c_, kDeleteReturning);
-          d.Int(r.seq);
-          MQLITE_ASSIGN_OR_RETURN(bool row, d.Step());
-          if (!row) return Status::Internal("claim: row vanished");
-          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(d, queue.config.name));
-          MQLITE_RETURN_IF_ERROR(d.Exec());  // finish the DELETE before promoting
-          AsReceivedAndDeleted(&m);
           out.push_back(std::move(m));
-          if (r.group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *r.group_key));
           return ClaimTake::kDelivered;
         }));
     return out;
@@ -523,22 +588,64 @@ class SqliteTxn final : public StoreTxn {
 
   Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq, const LockToken& token,
                                 int64_t now, int64_t locked_until) override {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kDeferred, seq));
     MQLITE_RETURN_IF_ERROR(CheckClaimDeferred(Facts(row), queue.config, seq, now));
-    Query u(c_, kLockMessage);
-    u.Token(token).Int(locked_until).Int(seq);
-    MQLITE_ASSIGN_OR_RETURN(bool ok, u.Step());
-    if (!ok) return Status::Internal("claim deferred: row vanished");
-    return ReadMessage(u, queue.config.name);
+    {
+      Query u(c_, kLockMessage);
+      u.Token(token).Int(locked_until).Int(queue.id).Int(kDeferred).Int(seq);
+      MQLITE_RETURN_IF_ERROR(ExecOne(u, "claim deferred"));
+    }
+    Query q(c_, kLoadMessage);
+    q.Int(queue.id).Int(kLocked).Int(seq);
+    MQLITE_ASSIGN_OR_RETURN(bool locked, q.Step());
+    if (!locked) return Status::Internal("claim deferred: row vanished");
+    return ReadMessage(q, queue.config.name);
   }
 
   // ---- Settle ----
 
   Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, req.seq));
+    // Only a locked row can be settled (DecideSettle refuses any other the
+    // same way), so the row is looked up as locked.
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kLocked, req.seq));
     MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Facts(row), queue.config, req));
-    MQLITE_RETURN_IF_ERROR(Apply(queue, *row, v, req.now));
+    MQLITE_RETURN_IF_ERROR(Apply(queue, *row, v, req.now, /*fresh=*/true));
     return SettleResultOf(v);
+  }
+
+  // SPEC §7.2: a Complete's receipt is the completed row itself (schema.h),
+  // which the Complete changes anyway: one row update instead of a deletion
+  // plus a receipt row and its expiry index entry. The other settles keep
+  // their receipts in mqlite_receipts (the default).
+  Result<SettleResult> SettleWithReceipt(const QueueRecord& queue, const SettleRequest& req,
+                                         std::string_view receipt_key,
+                                         int64_t receipt_expires_at) override {
+    if (req.op != SettleOp::kComplete) {
+      return StoreTxn::SettleWithReceipt(queue, req, receipt_key, receipt_expires_at);
+    }
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kLocked, req.seq));
+    Result<Verdict> v = DecideSettle(Facts(row), queue.config, req);
+    if (!v.ok()) {
+      if (v.error().code() != StatusCode::kLockLost) return v.error();
+      Query t(c_, kFindTombstone);
+      t.Int(queue.id).Int(req.seq).Token(req.token).Int(req.now);
+      MQLITE_ASSIGN_OR_RETURN(bool live, t.Step());
+      if (!live) return v.error();
+      SettleResult replay;
+      replay.replayed = true;
+      return replay;
+    }
+    {
+      Query d(c_, kDeleteMessage);
+      d.Int(queue.id).Int(kLocked).Int(req.seq);
+      MQLITE_RETURN_IF_ERROR(ExecOne(d, "complete"));
+    }
+    Query t(c_, kInsertTombstone);
+    t.Int(req.seq).Int(queue.id).Int(receipt_expires_at).Token(req.token);
+    MQLITE_RETURN_IF_ERROR(t.Exec());
+    // It left its group: the next member is the head now (SPEC §5).
+    if (row->is_head && row->group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *row->group_key));
+    return SettleResultOf(*v);
   }
 
   // ---- Inspection and DLQ ----
@@ -582,10 +689,13 @@ class SqliteTxn final : public StoreTxn {
       st.total += n;
       st.body_bytes += bytes;
     }
-    // Oldest claimable (StoreTxn::Stats): the smallest enqueued_at over three
-    // bounded walks. Active heads come in age order, so the first that
-    // qualifies is that kind's answer; due schedules and lapsed leases come
-    // in time order, so each takes the minimum of what it visits.
+    // Oldest claimable (StoreTxn::Stats): the smallest enqueued_at over
+    // bounded walks. The active heads of one priority come in seq order,
+    // which is enqueued_at order (seqs and the engine's clock both grow with
+    // every send) for all but redriven messages, and those come in age order
+    // from their own index: in each walk the first that qualifies is its
+    // answer. Due schedules and lapsed leases come in time order, so each
+    // takes the minimum of what it visits.
     const int64_t cap = kStatsProbeLimit + 1;
     std::optional<int64_t> oldest;
     auto consider = [&](Query& q, bool first_only) -> Status {
@@ -601,8 +711,13 @@ class SqliteTxn final : public StoreTxn {
         if (first_only) return Status::OK();
       }
     };
+    for (int priority = 0; priority <= 9; ++priority) {  // validate.cc: 0–9
+      Query a(c_, kOldestHeadsOfPriority);
+      a.Int(queue.id).Int(priority).Int(cap);
+      MQLITE_RETURN_IF_ERROR(consider(a, /*first_only=*/true));
+    }
     {
-      Query a(c_, kOldestActiveHeads);
+      Query a(c_, kOldestRedrivenHeads);
       a.Int(queue.id).Int(cap);
       MQLITE_RETURN_IF_ERROR(consider(a, /*first_only=*/true));
     }
@@ -627,7 +742,7 @@ class SqliteTxn final : public StoreTxn {
     int64_t moved = 0;
     for (const RowRef& r : rows) {
       Query g(c_, kGetGroupId);
-      g.Int(r.seq);
+      g.Int(queue.id).Int(r.seq);
       MQLITE_ASSIGN_OR_RETURN(bool found, g.Step());
       if (!found) continue;
       const std::optional<RedrivePlan> plan = PlanRedrive(g.ColOptBytes(0), target.config, now);
@@ -637,12 +752,15 @@ class SqliteTxn final : public StoreTxn {
         MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(target.id, *plan->group_key));
         head = !live;
       }
+      MQLITE_ASSIGN_OR_RETURN(int64_t seq, NextSeq());
       Query ins(c_, kRedriveInsert);
       ins.Int(target.id)
+          .Int(seq)
           .Int(head ? 1 : 0)
           .OptBytes(plan->group_key)
           .Int(plan->visible_at)
           .Int(plan->expires_at)
+          .Int(queue.id)
           .Int(r.seq);
       MQLITE_RETURN_IF_ERROR(ins.Exec());
       MQLITE_RETURN_IF_ERROR(Remove(queue, r));
@@ -665,18 +783,24 @@ class SqliteTxn final : public StoreTxn {
 
   Status DeadLetterMessage(const QueueRecord& queue, int64_t seq, std::string_view reason,
                            const std::optional<std::string>& description, int64_t now) override {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadAnyRef(queue.id, seq));
     MQLITE_RETURN_IF_ERROR(CheckDeadLetterMessage(Facts(row), seq));
     return DeadLetter(queue, *row, reason, description, now);
   }
 
   Status DeleteMessage(const QueueRecord& queue, int64_t seq) override {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, seq));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadAnyRef(queue.id, seq));
     MQLITE_RETURN_IF_ERROR(CheckDeleteMessage(Facts(row), seq));
-    return Remove(queue, *row);
+    return Remove(queue, *row, /*fresh=*/true);
   }
 
   Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    {
+      Query any(c_, kAnyDue);
+      any.Int(queue.id).Int(now);
+      MQLITE_ASSIGN_OR_RETURN(bool due, any.Step());
+      if (!due) return int64_t{0};
+    }
     Query u(c_, kPromoteDue);
     u.Int(queue.id).Int(now).Int(limit);
     MQLITE_RETURN_IF_ERROR(u.Exec());
@@ -813,6 +937,29 @@ class SqliteTxn final : public StoreTxn {
       MQLITE_RETURN_IF_ERROR(d.Exec());
       total += sqlite3_changes(c_->db());
     }
+    {
+      // Completes' receipts: the tombstones, a queue at a time (their expiry
+      // index is per queue), up to `limit` in all.
+      std::vector<int64_t> queue_ids;
+      {
+        Query q(c_, kQueueIds);
+        for (;;) {
+          MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+          if (!row) break;
+          queue_ids.push_back(q.ColInt(0));
+        }
+      }
+      int64_t left = limit;
+      for (int64_t id : queue_ids) {
+        if (left <= 0) break;
+        Query d(c_, kDropTombstones);
+        d.Int(id).Int(now).Int(left);
+        MQLITE_RETURN_IF_ERROR(d.Exec());
+        const int64_t dropped = sqlite3_changes(c_->db());
+        total += dropped;
+        left -= dropped;
+      }
+    }
     return total;
   }
 
@@ -840,6 +987,7 @@ class SqliteTxn final : public StoreTxn {
       } else {
         (void)Control(c_, kRollbackTo);
         (void)Control(c_, kRelease);
+        st_->seqs.ForgetReservation();  // the body may have written it
       }
     }
     return s;
@@ -885,12 +1033,43 @@ class SqliteTxn final : public StoreTxn {
     }
   }
 
-  Result<std::optional<RowRef>> LoadRef(int64_t queue_id, int64_t seq) {
+  // Message `seq` of the queue if it is in `state`.
+  Result<std::optional<RowRef>> LoadRef(int64_t queue_id, int state, int64_t seq) {
     Query q(c_, kLoadRef);
-    q.Int(seq).Int(queue_id);
+    q.Int(queue_id).Int(state).Int(seq);
+    return ReadOptionalRef(q);
+  }
+  // Message `seq` of the queue, in whatever state it is.
+  Result<std::optional<RowRef>> LoadAnyRef(int64_t queue_id, int64_t seq) {
+    Query q(c_, kLoadAnyRef);
+    q.Int(queue_id).Int(seq);
+    return ReadOptionalRef(q);
+  }
+  Result<std::optional<RowRef>> ReadOptionalRef(Query& q) {
     MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return std::optional<RowRef>();
     return std::optional<RowRef>(ReadRef(q));
+  }
+
+  // The next seq (schema.h): strictly above every seq this file ever handed
+  // out, reserving another block in mqlite_meta — in this transaction, so
+  // the reservation commits before any seq it covers can — when the
+  // reserved ones run out.
+  Result<int64_t> NextSeq() {
+    StoreState::Seqs& q = st_->seqs;
+    if (q.next > q.reserved) {
+      const int64_t reserved = q.next + kSeqReserveBlock - 1;
+      Query r(c_, kReserveSeqs);
+      r.Text(std::to_string(reserved));
+      MQLITE_RETURN_IF_ERROR(r.Exec());
+      q.reserved = reserved;
+    }
+    return q.next++;
+  }
+
+  void QueuesChanged() {
+    st_->queues_changed = true;
+    st_->queues.clear();
   }
 
   Result<bool> GroupHasLiveMember(int64_t queue_id, const std::string& key) {
@@ -902,74 +1081,105 @@ class SqliteTxn final : public StoreTxn {
   // Makes the lowest-seq live member of the group its head (after the old
   // head left). One seek of mqlite_msg_group.
   Status PromoteNext(int64_t queue_id, const std::string& key) {
-    Query q(c_, kPromoteNextHead);
-    q.Int(queue_id).Bytes(key);
-    return q.Exec();
-  }
-
-  // locked → active or deferred: the lease and token go.
-  Status Unlock(int64_t seq, MessageState state) {
-    Query u(c_, kUnlock);
-    u.Int(static_cast<int>(state)).Int(seq);
+    int64_t seq = 0;
+    {
+      Query q(c_, kNextHead);
+      q.Int(queue_id).Bytes(key);
+      MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) return Status::OK();  // the group is empty now
+      seq = q.ColInt(0);
+    }
+    Query u(c_, kSetHead);
+    u.Int(seq);
     return u.Exec();
   }
 
-  // Deletes a row; keeps DLQ counters and group headship right. Headship and
-  // state are read from the row as it is deleted, never from `r` (which may
-  // have been collected before an earlier change in the same transaction).
-  Status Remove(const QueueRecord& queue, const RowRef& r) {
-    Query d(c_, kDeleteMessage);
-    d.Int(r.seq);
-    MQLITE_ASSIGN_OR_RETURN(bool row, d.Step());
-    if (!row) return Status::OK();  // already gone
-    const int state = static_cast<int>(d.ColInt(0));
-    const bool was_head = d.ColInt(1) != 0;
-    const int64_t body_size = d.ColInt(2);
-    MQLITE_RETURN_IF_ERROR(d.Exec());
+  // locked → active or deferred: the lease and token go.
+  Status Unlock(int64_t queue_id, int64_t seq, MessageState state) {
+    Query u(c_, kUnlock);
+    u.Int(static_cast<int>(state)).Int(queue_id).Int(seq);
+    return u.Exec();
+  }
+
+  // Deletes a row; keeps DLQ counters and group headship right. `r` may
+  // have been read before earlier changes in the same transaction, which can
+  // have made it its group's head (never another state, nor another size):
+  // headship is read again unless the caller says `r` is fresh.
+  Status Remove(const QueueRecord& queue, const RowRef& r, bool fresh = false) {
+    const int state = static_cast<int>(r.state);
+    bool was_head = r.is_head;
+    if (r.group_key && !fresh) {
+      Query h(c_, kIsHead);
+      h.Int(queue.id).Int(state).Int(r.seq);
+      MQLITE_ASSIGN_OR_RETURN(bool row, h.Step());
+      if (!row) return Status::OK();  // already gone
+      was_head = h.ColInt(0) != 0;
+    }
+    {
+      Query d(c_, kDeleteMessage);
+      d.Int(queue.id).Int(state).Int(r.seq);
+      MQLITE_RETURN_IF_ERROR(d.Exec());
+      if (sqlite3_changes(c_->db()) == 0) return Status::OK();  // already gone
+    }
     if (state == kDead) {
       Query c(c_, kDlqDecrement);
-      c.Int(body_size).Int(queue.id);
+      c.Int(r.body_size).Int(queue.id);
       MQLITE_RETURN_IF_ERROR(c.Exec());
     }
     if (was_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
     return Status::OK();
   }
 
+  // Runs a statement that must change exactly one row.
+  Status ExecOne(Query& q, std::string_view what) {
+    MQLITE_RETURN_IF_ERROR(q.Exec());
+    if (sqlite3_changes(c_->db()) != 1) {
+      return Status::Internal(std::string(what) + ": the row vanished");
+    }
+    return Status::OK();
+  }
+
   Status DeadLetter(const QueueRecord& queue, const RowRef& r, std::string_view reason,
                     const std::optional<std::string>& description, int64_t now) {
+    const int state = static_cast<int>(r.state);
+    bool was_head = false;
+    {
+      Query h(c_, kClearHead);
+      h.Int(queue.id).Int(state).Int(r.seq);
+      MQLITE_RETURN_IF_ERROR(h.Exec());
+      was_head = sqlite3_changes(c_->db()) > 0;
+    }
     Query u(c_, kDeadLetter);
-    u.Int(now).Bytes(reason).OptBytes(description).Int(r.seq);
+    u.Int(now).Bytes(reason).OptBytes(description).Int(queue.id).Int(state).Int(r.seq);
     MQLITE_RETURN_IF_ERROR(u.Exec());
     Query c(c_, kDlqIncrement);
     c.Int(r.body_size).Int(queue.id);
     MQLITE_RETURN_IF_ERROR(c.Exec());
-    Query h(c_, kClearHead);
-    h.Int(r.seq);
-    MQLITE_RETURN_IF_ERROR(h.Exec());
-    const bool was_head = sqlite3_changes(c_->db()) > 0;
     if (was_head && r.group_key) return PromoteNext(queue.id, *r.group_key);
     return Status::OK();
   }
 
   // Applies a store_util.h verdict to row `r` (kDeliver is Claim's own).
-  Status Apply(const QueueRecord& queue, const RowRef& r, const Verdict& v, int64_t now) {
+  // `fresh`: `r` was read in this operation, after every earlier change.
+  Status Apply(const QueueRecord& queue, const RowRef& r, const Verdict& v, int64_t now,
+               bool fresh = false) {
     switch (v.action) {
       case Verdict::Action::kUnlock:
         if (v.to == MessageState::kScheduled) {
           Query u(c_, kAbandonDelayed);
-          u.Int(v.visible_at).Int(r.seq);
+          u.Int(v.visible_at).Int(queue.id).Int(r.seq);
           return u.Exec();
         }
-        return Unlock(r.seq, v.to);
+        return Unlock(queue.id, r.seq, v.to);
       case Verdict::Action::kRenew: {
         Query u(c_, kRenew);
-        u.Int(v.locked_until).Int(r.seq);
+        u.Int(v.locked_until).Int(queue.id).Int(r.seq);
         return u.Exec();
       }
       case Verdict::Action::kDeadLetter:
         return DeadLetter(queue, r, v.reason, v.description, now);
       case Verdict::Action::kDelete:
-        return Remove(queue, r);
+        return Remove(queue, r, fresh);
       case Verdict::Action::kDeliver:
         break;
     }
@@ -986,12 +1196,17 @@ class SqliteTxn final : public StoreTxn {
   }
 
   Conn* c_;
+  StoreState* st_;
 };
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::unique_ptr<FileLock> lock, std::unique_ptr<Conn> conn)
-      : lock_(std::move(lock)), conn_(std::move(conn)) {}
+  SqliteStore(std::unique_ptr<FileLock> lock, std::unique_ptr<Conn> conn, int64_t seq_reserved)
+      : lock_(std::move(lock)), conn_(std::move(conn)) {
+    // Every seq up to the reservation may have been handed out before.
+    state_.seqs.next = seq_reserved + 1;
+    state_.seqs.reserved = seq_reserved;
+  }
   ~SqliteStore() override {
     conn_.reset();  // close the database before releasing the lock
     lock_.reset();
@@ -1019,7 +1234,7 @@ class SqliteStore final : public Store {
   // spec.md §1 "Space reclaim": between transactions, on the writer.
   Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
     MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the SQLite writer"));
-    Result<int64_t> freed = SqliteTxn(conn_.get()).IncrementalVacuum(budget);
+    Result<int64_t> freed = SqliteTxn(conn_.get(), &state_).IncrementalVacuum(budget);
     gate_.Release(RunGate::Mode::kExclusive);
     return freed;
   }
@@ -1028,18 +1243,24 @@ class SqliteStore final : public Store {
 
   Status RunLocked(TxnKind kind, const std::function<Status(StoreTxn&)>& body) {
     MQLITE_RETURN_IF_ERROR(Control(conn_.get(), kind == TxnKind::kWrite ? kBeginWrite : kBeginRead));
-    SqliteTxn txn(conn_.get());
+    SqliteTxn txn(conn_.get(), &state_);
     Status s = body(txn);
+    if (s.ok()) s = Control(conn_.get(), kCommit);
     if (!s.ok()) {
       if (!sqlite3_get_autocommit(conn_->db())) (void)Control(conn_.get(), kRollback);
-      return s;
+      // The transaction's reservation may be gone with it. (Or not: an
+      // application that committed through the native handle committed it.)
+      state_.seqs.ForgetReservation();
     }
-    s = Control(conn_.get(), kCommit);
-    if (!s.ok() && !sqlite3_get_autocommit(conn_->db())) (void)Control(conn_.get(), kRollback);
+    if (state_.queues_changed) {
+      state_.queues.clear();
+      state_.queues_changed = false;
+    }
     return s;
   }
 
   RunGate gate_;
+  StoreState state_;
   std::unique_ptr<FileLock> lock_;
   std::unique_ptr<Conn> conn_;
 };
@@ -1130,6 +1351,22 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
   return conn;
 }
 
+// The seq reservation (schema.h); 0 for a file that never handed one out.
+Result<int64_t> ReadSeqReserved(Conn* conn) {
+  Query q(conn, kSeqReserved);
+  MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return int64_t{0};
+  const std::string v = q.ColBytes(0);
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || *end != '\0' || n < 0) {
+    return Status::Corruption("database '" + std::string(sqlite3_db_filename(conn->db(), "main")) +
+                              "': mqlite_meta seq_reserved is '" + v + "', not a count");
+  }
+  return static_cast<int64_t>(n);
+}
+
 }  // namespace
 
 }  // namespace internal
@@ -1150,7 +1387,10 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
     FileLock::Abandon(std::move(lock));
     return conn.error();
   }
-  return std::unique_ptr<Store>(new internal::SqliteStore(std::move(lock), std::move(*conn)));
+  Result<int64_t> seq_reserved = internal::ReadSeqReserved(conn->get());
+  if (!seq_reserved) return seq_reserved.error();
+  return std::unique_ptr<Store>(
+      new internal::SqliteStore(std::move(lock), std::move(*conn), *seq_reserved));
 }
 
 }  // namespace mqlite

@@ -28,7 +28,9 @@ std::string Join(const std::vector<std::string>& rows) {
 // Statement → a plan row it must contain. "" = no plan rows (plain INSERT).
 const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() {
   static const auto* m = new std::map<std::string, std::vector<std::string>>{
-      {"kQueueHasMessages", {"SEARCH mqlite_messages USING COVERING INDEX mqlite_msg_state (queue_id=?)"}},
+      // A message is one seek of its seq (the rowid); a queue, or one state
+      // of it, a range of mqlite_msg_state.
+      {"kQueueHasMessages", {"SEARCH mqlite_messages USING COVERING INDEX mqlite_msg_state (queue_id=? AND state<?)"}},
       {"kUpdateQueue", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kInsertQueue", {}},
       {"kGetQueue", {"SEARCH mqlite_queues USING INDEX sqlite_autoindex_mqlite_queues_1 (name=?)"}},
@@ -41,24 +43,26 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       // in the is_head flag, so the same index seek holds for each.
       {"kClaimCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_claim (queue_id=?)"}},
       {"kLockMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kDeleteReturning", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kLoadMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kAbandonDelayed", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kRenew", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kPeekState", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=? AND state=? AND seq>?)"}},
-      // Stats counts a queue's rows through the covering state index (an
-      // admin call: O(queue size), never the whole table).
-      {"kStatsCounts", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=?)"}},
-      // Stats' oldest claimable: three bounded seeks (LIMIT kStatsProbeLimit + 1).
-      {"kOldestActiveHeads", {"SEARCH mqlite_messages USING INDEX mqlite_msg_age (queue_id=?)"}},
-      {"kDueScheduled", {"SEARCH mqlite_messages USING INDEX mqlite_msg_due (queue_id=? AND visible_at<?)"}},
-      {"kLapsedLeases", {"SEARCH mqlite_messages USING INDEX mqlite_msg_lease (queue_id=? AND locked_until<?)"}},
+      // Stats counts a queue's messages through the state index (an admin
+      // call: O(queue size), never the whole table).
+      {"kStatsCounts", {"SEARCH mqlite_messages USING INDEX mqlite_msg_state (queue_id=? AND state<?)"}},
+      // Stats' oldest claimable: bounded seeks (LIMIT kStatsProbeLimit + 1).
+      {"kOldestHeadsOfPriority", {"SEARCH mqlite_messages USING INDEX mqlite_msg_claim (queue_id=? AND priority=?)"}},
+      {"kOldestRedrivenHeads", {"SEARCH mqlite_messages USING INDEX mqlite_msg_redriven (queue_id=?)"}},
+      {"kDueScheduled", {"SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=? AND due_at<?)"}},
+      {"kLapsedLeases", {"SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=? AND due_at<?)"}},
       {"kGetGroupId", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kRedriveInsert", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kPromoteDue", {"SEARCH mqlite_messages USING INDEX mqlite_msg_due (queue_id=? AND visible_at<?)"}},
-      {"kExpiredLeases", {"SEARCH mqlite_messages USING INDEX mqlite_msg_lease (queue_id=? AND locked_until<?)"}},
+      {"kAnyDue", {"SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=? AND due_at<?)"}},
+      {"kPromoteDue", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=? AND due_at<?)"}},
+      {"kExpiredLeases", {"SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=? AND due_at<?)"}},
       {"kExpiredTtl", {"SEARCH mqlite_messages USING INDEX mqlite_msg_ttl (queue_id=? AND expires_at>? AND expires_at<?)"}},
       {"kDlqTotals", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kRetentionCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=?)"}},
+      {"kRetentionCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=?)"}},
       {"kFindDedup", {"SEARCH mqlite_dedup USING PRIMARY KEY (queue_id=? AND key=?)"}},
       {"kPutDedup", {}},
       {"kFindReceipt", {"SEARCH mqlite_receipts USING PRIMARY KEY (key=?)"}},
@@ -70,20 +74,31 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       {"kDropReceipts", {"SEARCH mqlite_receipts USING COVERING INDEX mqlite_receipts_expiry (expires_at<?)"}},
       {"kDropAttempts", {"SEARCH mqlite_attempts USING COVERING INDEX mqlite_attempts_expiry (expires_at<?)"}},
       {"kLoadRef", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      // state IN (0, 1, 2, 3, 4): one seek of the key per state.
+      {"kLoadAnyRef", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kGroupHasLive", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
-      {"kPromoteNextHead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
+      {"kNextHead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
+      {"kSetHead", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kInsertTombstone", {}},
+      {"kFindTombstone", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kDropTombstones", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=? AND due_at<?)"}},
+      // Maintenance walks the (small) queue table for the tombstones of each.
+      {"kQueueIds", {"SCAN mqlite_queues"}},
       {"kUnlock", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDeleteMessage", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
+      {"kIsHead", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDlqDecrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDeadLetter", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kClearHead", {"SEARCH mqlite_messages USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDlqIncrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
-      {"kOldestDead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_dlq (queue_id=? AND dead_lettered_at<?)"}},
+      {"kOldestDead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_time (queue_id=? AND state=? AND due_at<?)"}},
       // Open-time only: looks for our table among the file's tables.
       {"kFreelistCount", {}},  // a pragma: no plan
       {"kHasMetaTable", {"SCAN sqlite_master"}},
       {"kSchemaToken", {"SEARCH mqlite_meta USING PRIMARY KEY (key=?)"}},
       {"kInsertSchemaToken", {}},
+      {"kSeqReserved", {"SEARCH mqlite_meta USING PRIMARY KEY (key=?)"}},
+      {"kReserveSeqs", {}},
   };
   return *m;
 }

@@ -181,14 +181,18 @@ class RawDb {
     sqlite3_free(err);
   }
 
-  std::optional<std::string> SchemaToken() {
+  std::optional<std::string> SchemaToken() { return Meta("schema_version"); }
+
+  // mqlite_meta's value for `key`, nullopt if there is none.
+  std::optional<std::string> Meta(const std::string& key) {
     sqlite3_stmt* st = nullptr;
     std::optional<std::string> out;
-    if (sqlite3_prepare_v2(db_, "SELECT value FROM mqlite_meta WHERE key = 'schema_version'", -1,
-                           &st, nullptr) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db_, "SELECT value FROM mqlite_meta WHERE key = ?", -1, &st,
+                           nullptr) != SQLITE_OK) {
       ADD_FAILURE() << "prepare: " << sqlite3_errmsg(db_);
       return out;
     }
+    sqlite3_bind_text(st, 1, key.c_str(), -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) == SQLITE_ROW) {
       const unsigned char* v = sqlite3_column_text(st, 0);
       out = std::string(reinterpret_cast<const char*>(v),
@@ -231,6 +235,39 @@ TEST_F(OpenTest, Spec10_TheFileRecordsThisBuildsSchemaToken) {
   ASSERT_TRUE(token.has_value());
   EXPECT_EQ(*token, std::string(kSqliteSchemaToken));
   EXPECT_FALSE(token->empty());
+}
+
+// Seqs come from a counter whose high-water mark the file reserves in blocks
+// of 1,024 in mqlite_meta (schema.h, kSeqReserveBlock). A reservation written
+// by a transaction that rolls back is gone with it, so the store must write
+// it again before it hands out a seq above what the file holds: otherwise a
+// reopen, which resumes above the reservation, would hand the same seqs out
+// again (SPEC §3, G1: never reused).
+TEST_F(OpenTest, Spec3_SeqReservationUndoneByARollbackIsWrittenAgainBeforeItsSeqsAreUsed) {
+  int64_t before = 0;
+  {
+    std::unique_ptr<Engine> e = OpenWithData();
+    ASSERT_NE(e, nullptr);
+    // More than two reservation blocks of sends, then a failure: the whole
+    // transaction rolls back, the reservations it wrote included.
+    Status tx = e->Tx([&](TxContext& t) -> Status {
+      std::vector<OutgoingMessage> batch(500, OutgoingMessage{.body = "rolled back"});
+      for (int i = 0; i < 5; ++i) MQLITE_RETURN_IF_ERROR(t.SendBatch("jobs", batch).status());
+      return Status::Internal("on purpose");
+    });
+    ASSERT_EQ(tx.code(), StatusCode::kInternal) << tx.ToString();
+    MQ_ASSERT_OK_AND_ASSIGN(before, e->Send("jobs", {.body = "after the rollback"}));
+    MQ_ASSERT_OK(e->Close());
+  }
+  {
+    RawDb raw(path_);
+    std::optional<std::string> reserved = raw.Meta("seq_reserved");
+    ASSERT_TRUE(reserved.has_value());
+    EXPECT_GE(std::stoll(*reserved), before) << "a committed seq lies above the reservation";
+  }
+  MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Engine> e, Open(path_));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t after, e->Send("jobs", {.body = "after the reopen"}));
+  EXPECT_GT(after, before) << "a seq was handed out twice";
 }
 
 class SchemaMismatchTest : public OpenTest, public ::testing::WithParamInterface<std::string> {};
