@@ -124,12 +124,20 @@ Status Engine::Impl::DoSend(StoreTxn& txn, std::string_view queue, std::span<con
 
 Result<SettleResult> Engine::Impl::DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req) {
   req.renew_until = req.now + q.config.lock_duration_ms;
-  // SPEC §7.2: every settle but Renew writes a receipt and may replay one.
-  const std::string key =
-      req.op == SettleOp::kRenew ? std::string() : internal::ReceiptKey(q.id, req);
-  auto r = txn.SettleWithReceipt(q, req, key, req.now + options.receipt_retention_ms);
-  if (r) return r;  // done, or replayed: the original effect stands
+  auto r = txn.Settle(q, req);
+  const bool has_receipt = req.op != SettleOp::kRenew;  // Renew never replays
+  if (r) {
+    if (has_receipt) {
+      MQLITE_RETURN_IF_ERROR(
+          txn.PutReceipt(internal::ReceiptKey(q.id, req), req.now + options.receipt_retention_ms));
+    }
+    return r;
+  }
   if (r.error().code() != StatusCode::kLockLost) return r.error();
+  if (has_receipt) {
+    MQLITE_ASSIGN_OR_RETURN(bool live, txn.FindReceipt(internal::ReceiptKey(q.id, req), req.now));
+    if (live) return SettleResult{};  // replayed: the original effect stands
+  }
   return LockLostError(q.config.name, req.seq, req.op);
 }
 

@@ -56,57 +56,39 @@ void WrapWith(StoreProfile* p) {
 
 // ---- The mutants --------------------------------------------------------------
 
-// A mutant that alters a settle request before the store sees it, on both
-// settle entry points: Settle, and SettleWithReceipt, which the engine calls
-// and a store may implement without calling Settle.
-struct SettleRewriteTxn : StoreTxnWrapper {
-  using StoreTxnWrapper::StoreTxnWrapper;
-  virtual SettleRequest Rewrite(const QueueRecord& q, const SettleRequest& r) = 0;
-  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
-    return StoreTxnWrapper::Settle(q, Rewrite(q, r));
-  }
-  Result<SettleResult> SettleWithReceipt(const QueueRecord& q, const SettleRequest& r,
-                                         std::string_view key, int64_t expires_at) override {
-    return StoreTxnWrapper::SettleWithReceipt(q, Rewrite(q, r), key, expires_at);
-  }
-};
-
 // SPEC §6: a settle must present the current token.
-struct IgnoreTokenTxn : SettleRewriteTxn {
-  IgnoreTokenTxn(StoreTxn* t, int*) : SettleRewriteTxn(t) {}
-  SettleRequest Rewrite(const QueueRecord& q, const SettleRequest& r) override {
+struct IgnoreTokenTxn : StoreTxnWrapper {
+  IgnoreTokenTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
     SettleRequest x = r;
     if (auto row = LockedRow(*target(), q, r.seq)) x.token = row->lock_token;
-    return x;
+    return StoreTxnWrapper::Settle(q, x);
   }
 };
 
 // SPEC §6: locked_until > now, whether or not maintenance ran.
-struct IgnoreLeaseTxn : SettleRewriteTxn {
-  IgnoreLeaseTxn(StoreTxn* t, int*) : SettleRewriteTxn(t) {}
-  SettleRequest Rewrite(const QueueRecord& q, const SettleRequest& r) override {
+struct IgnoreLeaseTxn : StoreTxnWrapper {
+  IgnoreLeaseTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
     SettleRequest x = r;
     if (auto row = LockedRow(*target(), q, r.seq); row && row->locked_until <= r.now) {
       x.now = row->locked_until - 1;
     }
-    return x;
+    return StoreTxnWrapper::Settle(q, x);
   }
 };
 
-// SPEC §7.2: a receipt vouches only for the identical request. This store
-// replays any stale settle once any receipt was written.
+// SPEC §7.2: a receipt vouches only for the identical request.
 struct AnyReceiptTxn : StoreTxnWrapper {
   AnyReceiptTxn(StoreTxn* t, bool* any) : StoreTxnWrapper(t), any_(any) {}
-  Result<SettleResult> SettleWithReceipt(const QueueRecord& q, const SettleRequest& r,
-                                         std::string_view key, int64_t expires_at) override {
-    auto s = StoreTxnWrapper::SettleWithReceipt(q, r, key, expires_at);
-    if (s.ok() && !key.empty() && !s->replayed) *any_ = true;
-    if (!s.ok() && s.error().code() == StatusCode::kLockLost && !key.empty() && *any_) {
-      SettleResult replay;
-      replay.replayed = true;
-      return replay;
-    }
-    return s;
+  Status PutReceipt(std::string_view key, int64_t expires_at) override {
+    *any_ = true;
+    return StoreTxnWrapper::PutReceipt(key, expires_at);
+  }
+  Result<bool> FindReceipt(std::string_view key, int64_t now) override {
+    auto r = StoreTxnWrapper::FindReceipt(key, now);
+    if (r.ok() && !*r && *any_) return true;
+    return r;
   }
   bool* any_;
 };
@@ -196,12 +178,12 @@ struct DedupOverwriteTxn : StoreTxnWrapper {
 };
 
 // SPEC §6: RenewBatch never revives an expired lease.
-struct ReviveLeaseTxn : SettleRewriteTxn {
-  ReviveLeaseTxn(StoreTxn* t, int*) : SettleRewriteTxn(t) {}
-  SettleRequest Rewrite(const QueueRecord&, const SettleRequest& r) override {
+struct ReviveLeaseTxn : StoreTxnWrapper {
+  ReviveLeaseTxn(StoreTxn* t, int*) : StoreTxnWrapper(t) {}
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
     SettleRequest x = r;
     if (x.op == SettleOp::kRenew) x.now = 0;
-    return x;
+    return StoreTxnWrapper::Settle(q, x);
   }
 };
 

@@ -163,10 +163,6 @@ struct SettleResult {
   MessageState new_state = MessageState::kActive;  // meaningless for Complete
   bool deleted = false;                            // Complete
   int64_t locked_until = 0;                        // Renew: the committed value
-  // SettleWithReceipt only: nothing was changed; a live receipt of this very
-  // request vouches that it succeeded before (SPEC §7.2). The other fields
-  // are meaningless then.
-  bool replayed = false;
 };
 
 // A dedup record (SPEC §4): the seq the key first produced and a SHA-256 of
@@ -306,37 +302,6 @@ class StoreTxn {
   // Dead-lettering sets dead_lettered_at = now. A message leaving its group
   // (deleted or dead-lettered) hands headship to the next live member.
   virtual Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) = 0;
-
-  // Settle with its receipt (SPEC §7.2), what the engine calls: on success,
-  // also records a receipt of `receipt_key` live until `receipt_expires_at`
-  // (none when the key is empty: Renew); where Settle would be LockLost,
-  // succeeds instead as a replay (SettleResult::replayed, nothing changed)
-  // when a receipt of exactly `receipt_key` is live at req.now, and is
-  // LockLost otherwise. The default does that with Settle, PutReceipt and
-  // FindReceipt. A store may keep receipts its own way as long as the
-  // outcome is the same, e.g. the SQLite store keeps a Complete's receipt in
-  // the completed message's own row: the key of a Complete names nothing but
-  // (queue, seq, token), so a row that records those three and its expiry is
-  // its receipt.
-  virtual Result<SettleResult> SettleWithReceipt(const QueueRecord& queue,
-                                                 const SettleRequest& req,
-                                                 std::string_view receipt_key,
-                                                 int64_t receipt_expires_at) {
-    auto r = Settle(queue, req);
-    if (r.ok()) {
-      if (!receipt_key.empty()) {
-        if (Status s = PutReceipt(receipt_key, receipt_expires_at); !s.ok()) return s;
-      }
-      return r;
-    }
-    if (r.error().code() != StatusCode::kLockLost || receipt_key.empty()) return r;
-    Result<bool> live = FindReceipt(receipt_key, req.now);
-    if (!live.ok()) return live.error();
-    if (!*live) return r;
-    SettleResult replay;
-    replay.replayed = true;
-    return replay;
-  }
 
   // ---- Inspection and DLQ (SPEC §6) ------------------------------------------
 
@@ -632,10 +597,6 @@ class StoreTxnWrapper : public StoreTxn {
   }
   Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
     return target_->Settle(q, r);
-  }
-  Result<SettleResult> SettleWithReceipt(const QueueRecord& q, const SettleRequest& r,
-                                         std::string_view key, int64_t expires_at) override {
-    return target_->SettleWithReceipt(q, r, key, expires_at);
   }
   Result<std::vector<Message>> Peek(const QueueRecord& q, const PeekOptions& o) override {
     return target_->Peek(q, o);

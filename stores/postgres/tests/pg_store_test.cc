@@ -425,10 +425,8 @@ class PausingStore : public StoreWrapper {
         o_->Hit("Enqueue");
         return r;
       }
-      // What the engine calls for every settle.
-      Result<SettleResult> SettleWithReceipt(const QueueRecord& q, const SettleRequest& req,
-                                             std::string_view key, int64_t expires_at) override {
-        auto r = StoreTxnWrapper::SettleWithReceipt(q, req, key, expires_at);
+      Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& req) override {
+        auto r = StoreTxnWrapper::Settle(q, req);
         o_->Hit("Settle");
         return r;
       }

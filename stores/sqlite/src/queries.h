@@ -20,11 +20,18 @@ namespace mqlite::internal {
 #define MQ_REF_COLS \
   "seq, state, is_head, group_key, length(body), expires_at, delivery_count, locked_until, lock_token"
 
-// A message is addressed by seq (the rowid); a statement on a row of known
-// state also names its queue and state, which the row must have. Messages
-// are states 0–4; a tombstone (kSettled, 5) is the receipt of a Complete.
+// A message is addressed by its key (queue_id, klass, seq) and its state:
+// MQ_AT(queue, state, seq) takes three parameter numbers and derives the
+// klass from the state (schema.h: active and locked share klass 0). Every
+// statement that writes state writes MQ_KLASS_OF it too.
+#define MQ_KLASS_OF(state) "(CASE WHEN " state " = 1 THEN 0 ELSE " state " END)"
+#define MQ_AT(queue, state, seq)                                                        \
+  "queue_id = " queue " AND klass = " MQ_KLASS_OF(state) " AND state = " state " AND " \
+  "seq = " seq
+#define MQ_LOCKED(queue, seq) "queue_id = " queue " AND klass = 0 AND state = 1 AND seq = " seq
+
 inline constexpr char kQueueHasMessages[] =
-    "SELECT 1 FROM mqlite_messages WHERE queue_id = ? AND state < 5 LIMIT 1";
+    "SELECT 1 FROM mqlite_messages WHERE queue_id = ? LIMIT 1";
 inline constexpr char kUpdateQueue[] =
     "UPDATE mqlite_queues SET lock_duration_ms = ?, max_delivery_count = ?, "
     "default_ttl_ms = ?, dead_letter_on_expire = ?, dedup_window_ms = ?, ordering = ?, "
@@ -43,12 +50,15 @@ inline constexpr char kDeleteQueueMessages[] =
     "DELETE FROM mqlite_messages WHERE queue_id = ?";
 inline constexpr char kDeleteQueueRow[] =
     "DELETE FROM mqlite_queues WHERE id = ?";
+// Binds queue_id, state (active or scheduled), seq, is_head, priority,
+// group_key, enqueued_at, visible_at, expires_at, then the payload.
 inline constexpr char kInsertMessage[] =
-    "INSERT INTO mqlite_messages (queue_id, state, seq, is_head, priority, group_key, "
+    "INSERT INTO mqlite_messages (queue_id, klass, state, seq, is_head, priority, group_key, "
     "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
     "dead_lettered_at, dead_letter_reason, dead_letter_description, redriven, message_id, "
     "group_id, subject, correlation_id, content_type, properties, body) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, NULL, 0, NULL, NULL, 0, ?, ?, ?, ?, ?, ?, ?)";
+    "VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0, NULL, 0, NULL, NULL, 0, ?10, ?11, ?12, "
+    "?13, ?14, ?15, ?16)";
 // No statement on the hot paths uses RETURNING: on SQLite 3.40 it costs more
 // than the write it reports on (measured: +45k instructions on a DELETE of
 // one row). The claim reads whole rows and the store applies the change to
@@ -58,24 +68,34 @@ inline constexpr char kClaimCandidates[] =
     "SELECT " MQ_MSG_COLS ", is_head, group_key, length(body) FROM mqlite_messages "
     "INDEXED BY mqlite_msg_claim WHERE queue_id = ? AND state = 0 AND is_head = 1 "
     "ORDER BY priority DESC, seq LIMIT ?";
-// Locks an active (Claim) or deferred (ClaimDeferred) row: state is bound.
+// Locks an active (Claim: in place) or deferred (ClaimDeferred) row.
 inline constexpr char kLockMessage[] =
-    "UPDATE mqlite_messages SET state = 1, lock_token = ?, locked_until = ?, "
-    "delivery_count = delivery_count + 1 WHERE queue_id = ? AND state = ? AND seq = ?";
+    "UPDATE mqlite_messages SET state = 1, klass = 0, lock_token = ?1, locked_until = ?2, "
+    "delivery_count = delivery_count + 1 WHERE " MQ_AT("?3", "?4", "?5");
 // A whole message of known state.
 inline constexpr char kLoadMessage[] =
-    "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE queue_id = ? AND state = ? AND seq = ?";
+    "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
 inline constexpr char kAbandonDelayed[] =
-    "UPDATE mqlite_messages SET state = 3, visible_at = ?, lock_token = NULL, "
-    "locked_until = 0 WHERE queue_id = ? AND state = 1 AND seq = ?";
+    "UPDATE mqlite_messages SET state = 3, klass = 3, visible_at = ?1, lock_token = NULL, "
+    "locked_until = 0 WHERE " MQ_LOCKED("?2", "?3");
 inline constexpr char kRenew[] =
-    "UPDATE mqlite_messages SET locked_until = ? WHERE queue_id = ? AND state = 1 AND seq = ?";
-inline constexpr char kPeekState[] =
-    "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE queue_id = ? AND state = ? "
-    "AND seq > ? ORDER BY seq LIMIT ?";
+    "UPDATE mqlite_messages SET locked_until = ?1 WHERE " MQ_LOCKED("?2", "?3");
+// Peek: a klass in seq order, optionally one state of it (?4 < 0: any). The
+// active messages skip the locked ones among them: those are bounded by the
+// leases in flight, not by the backlog.
+inline constexpr char kPeekKlass[] =
+    "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE queue_id = ?1 AND klass = ?2 "
+    "AND seq > ?3 AND (?4 < 0 OR state = ?4) ORDER BY seq LIMIT ?5";
+// The locked messages in seq order come from the lease index and are sorted:
+// O(leases in flight in the queue), never O(backlog) (walking klass 0 would
+// visit every active message).
+inline constexpr char kPeekLocked[] =
+    "SELECT " MQ_MSG_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_time "
+    "WHERE queue_id = ? AND state = 1 AND seq > ? ORDER BY seq LIMIT ?";
+// Per klass: how many are locked (klass 0 only), how many in all, bytes.
 inline constexpr char kStatsCounts[] =
-    "SELECT state, count(*), sum(length(body)) FROM mqlite_messages "
-    "WHERE queue_id = ? AND state < 5 GROUP BY state";
+    "SELECT klass, sum(state = 1), count(*), sum(length(body)) FROM mqlite_messages "
+    "WHERE queue_id = ? GROUP BY klass";
 // Stats' oldest claimable message (StoreTxn::Stats): bounded walks of the
 // active heads of one priority in seq order, of the redriven active heads by
 // age, of due schedules and of lapsed leases.
@@ -94,22 +114,23 @@ inline constexpr char kLapsedLeases[] =
     "SELECT " MQ_AGE_COLS " FROM mqlite_messages INDEXED BY mqlite_msg_time "
     "WHERE queue_id = ? AND state = 1 AND due_at <= ? ORDER BY due_at LIMIT ?";
 inline constexpr char kGetGroupId[] =
-    "SELECT group_id FROM mqlite_messages WHERE queue_id = ? AND state = 4 AND seq = ?";
+    "SELECT group_id FROM mqlite_messages WHERE queue_id = ?1 AND klass = 4 AND state = 4 "
+    "AND seq = ?2";
 inline constexpr char kRedriveInsert[] =
-    "INSERT INTO mqlite_messages (queue_id, state, seq, is_head, priority, group_key, "
+    "INSERT INTO mqlite_messages (queue_id, klass, state, seq, is_head, priority, group_key, "
     "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
     "dead_lettered_at, dead_letter_reason, dead_letter_description, redriven, message_id, "
     "group_id, subject, correlation_id, content_type, properties, body) "
-    "SELECT ?, 0, ?, ?, priority, ?, enqueued_at, ?, ?, 0, 0, NULL, 0, NULL, NULL, 1, "
+    "SELECT ?1, 0, 0, ?2, ?3, priority, ?4, enqueued_at, ?5, ?6, 0, 0, NULL, 0, NULL, NULL, 1, "
     "message_id, group_id, subject, correlation_id, content_type, properties, body "
-    "FROM mqlite_messages WHERE queue_id = ? AND state = 4 AND seq = ?";
+    "FROM mqlite_messages WHERE queue_id = ?7 AND klass = 4 AND state = 4 AND seq = ?8";
 // PromoteDue: a cheap probe first (an UPDATE opens every index even when it
 // changes nothing), then the promotion of up to `limit` due rows.
 inline constexpr char kAnyDue[] =
     "SELECT 1 FROM mqlite_messages INDEXED BY mqlite_msg_time "
     "WHERE queue_id = ? AND state = 3 AND due_at <= ? LIMIT 1";
 inline constexpr char kPromoteDue[] =
-    "UPDATE mqlite_messages SET state = 0 WHERE seq IN ("
+    "UPDATE mqlite_messages SET state = 0, klass = 0 WHERE queue_id = ?1 AND klass = 3 AND seq IN ("
     "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_time "
     "WHERE queue_id = ?1 AND state = 3 AND due_at <= ?2 ORDER BY due_at LIMIT ?3)";
 inline constexpr char kExpiredLeases[] =
@@ -156,64 +177,44 @@ inline constexpr char kDropAttempts[] =
     "ORDER BY expires_at LIMIT ?)";
 // The row of a given state (settle: locked; cancel: scheduled; ...).
 inline constexpr char kLoadRef[] =
-    "SELECT " MQ_REF_COLS " FROM mqlite_messages WHERE queue_id = ? AND state = ? AND seq = ?";
-// The row in whatever state it is (operator paths).
+    "SELECT " MQ_REF_COLS " FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
+// The row in whatever state it is (operator paths): one seek per klass.
 inline constexpr char kLoadAnyRef[] =
     "SELECT " MQ_REF_COLS " FROM mqlite_messages "
-    "WHERE queue_id = ? AND state IN (0, 1, 2, 3, 4) AND seq = ?";
+    "WHERE queue_id = ?1 AND klass IN (0, 2, 3, 4) AND seq = ?2";
 inline constexpr char kGroupHasLive[] =
     "SELECT 1 FROM mqlite_messages INDEXED BY mqlite_msg_group "
-    "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state < 4 "
+    "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
     "LIMIT 1";
 // The lowest-seq live member of a group (its next head), then its promotion.
 inline constexpr char kNextHead[] =
-    "SELECT seq FROM mqlite_messages INDEXED BY mqlite_msg_group "
-    "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state < 4 "
+    "SELECT state, seq FROM mqlite_messages INDEXED BY mqlite_msg_group "
+    "WHERE queue_id = ? AND group_key = ? AND group_key IS NOT NULL AND state <> 4 "
     "ORDER BY seq LIMIT 1";
 inline constexpr char kSetHead[] =
-    "UPDATE mqlite_messages SET is_head = 1 WHERE seq = ?";
-// locked → active or deferred (the bound state).
+    "UPDATE mqlite_messages SET is_head = 1 WHERE " MQ_AT("?1", "?2", "?3");
+// locked → active (in place) or deferred (the bound state).
 inline constexpr char kUnlock[] =
-    "UPDATE mqlite_messages SET state = ?, lock_token = NULL, locked_until = 0 "
-    "WHERE queue_id = ? AND state = 1 AND seq = ?";
-// Complete (SPEC §6, §7.2): the locked row (deleted with kDeleteMessage)
-// is replaced by a tombstone under the same seq that keeps the token it was
-// completed under and, in locked_until, the receipt's expiry. (Replaced, not
-// updated: SQLite does not merge pages that an update shrinks, so the
-// payload's space would stay allocated.)
-inline constexpr char kInsertTombstone[] =
-    "INSERT INTO mqlite_messages (seq, queue_id, state, is_head, priority, group_key, "
-    "enqueued_at, visible_at, expires_at, delivery_count, locked_until, lock_token, "
-    "dead_lettered_at, redriven, body) "
-    "VALUES (?, ?, 5, 0, 0, NULL, 0, 0, 0, 0, ?, ?, 0, 0, X'')";
-// A live receipt of Complete(seq, token): the tombstone.
-inline constexpr char kFindTombstone[] =
-    "SELECT 1 FROM mqlite_messages WHERE queue_id = ? AND state = 5 AND seq = ? "
-    "AND lock_token = ? AND locked_until > ?";
-inline constexpr char kDropTombstones[] =
-    "DELETE FROM mqlite_messages WHERE seq IN (SELECT seq FROM mqlite_messages "
-    "INDEXED BY mqlite_msg_time WHERE queue_id = ?1 AND state = 5 AND due_at <= ?2 "
-    "ORDER BY due_at LIMIT ?3)";
-inline constexpr char kQueueIds[] =
-    "SELECT id FROM mqlite_queues ORDER BY id";
+    "UPDATE mqlite_messages SET state = ?1, klass = " MQ_KLASS_OF("?1") ", lock_token = NULL, "
+    "locked_until = 0 WHERE " MQ_LOCKED("?2", "?3");
 inline constexpr char kDeleteMessage[] =
-    "DELETE FROM mqlite_messages WHERE queue_id = ? AND state = ? AND seq = ?";
+    "DELETE FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
 // Whether the row is its group's head now (not as read earlier).
 inline constexpr char kIsHead[] =
-    "SELECT is_head FROM mqlite_messages WHERE queue_id = ? AND state = ? AND seq = ?";
+    "SELECT is_head FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
 inline constexpr char kDlqDecrement[] =
     "UPDATE mqlite_queues SET dlq_count = dlq_count - 1, "
     "dlq_bytes = dlq_bytes - ? WHERE id = ?";
 // Dead-letters a live row of the bound state; kClearHead runs first and
 // reports whether it was its group's head.
 inline constexpr char kDeadLetter[] =
-    "UPDATE mqlite_messages SET state = 4, lock_token = NULL, "
-    "locked_until = 0, dead_lettered_at = ?, dead_letter_reason = ?, "
-    "dead_letter_description = ? WHERE queue_id = ? AND state = ? AND seq = ?";
+    "UPDATE mqlite_messages SET state = 4, klass = 4, lock_token = NULL, "
+    "locked_until = 0, dead_lettered_at = ?1, dead_letter_reason = ?2, "
+    "dead_letter_description = ?3 WHERE " MQ_AT("?4", "?5", "?6");
 // Clears headship and reports (through changes()) whether the row had it.
 inline constexpr char kClearHead[] =
     "UPDATE mqlite_messages SET is_head = 0 "
-    "WHERE queue_id = ? AND state = ? AND seq = ? AND is_head = 1";
+    "WHERE " MQ_AT("?1", "?2", "?3") " AND is_head = 1";
 inline constexpr char kDlqIncrement[] =
     "UPDATE mqlite_queues SET dlq_count = dlq_count + 1, "
     "dlq_bytes = dlq_bytes + ? WHERE id = ?";
@@ -255,7 +256,8 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kLoadMessage", kLoadMessage},
     {"kAbandonDelayed", kAbandonDelayed},
     {"kRenew", kRenew},
-    {"kPeekState", kPeekState},
+    {"kPeekKlass", kPeekKlass},
+    {"kPeekLocked", kPeekLocked},
     {"kStatsCounts", kStatsCounts},
     {"kOldestHeadsOfPriority", kOldestHeadsOfPriority},
     {"kOldestRedrivenHeads", kOldestRedrivenHeads},
@@ -285,10 +287,6 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kNextHead", kNextHead},
     {"kSetHead", kSetHead},
     {"kUnlock", kUnlock},
-    {"kInsertTombstone", kInsertTombstone},
-    {"kFindTombstone", kFindTombstone},
-    {"kDropTombstones", kDropTombstones},
-    {"kQueueIds", kQueueIds},
     {"kDeleteMessage", kDeleteMessage},
     {"kIsHead", kIsHead},
     {"kDlqDecrement", kDlqDecrement},

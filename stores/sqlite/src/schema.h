@@ -2,30 +2,28 @@
 // a new kSqliteSchemaToken: files written with another token are refused.
 //
 // Design (docs/sqlite-store.md):
-// - One row per message; state is a column; the row is addressed by seq (the
-//   rowid), and every transition updates it in place.
+// - One row per message in a table clustered (WITHOUT ROWID) by
+//   (queue_id, klass, seq), klass being the state except that active and
+//   locked share klass 0. The key is the per-state index Peek, Stats and
+//   queue deletion need, so no separate state index is written on every send
+//   and every state change, and the hot transitions — claim (active →
+//   locked), abandon (back), renew — update the row where it is; only the
+//   rarer ones (defer, schedule, dead-letter, promotion of a due schedule)
+//   move it to another klass. klass is derived from state by every statement
+//   that writes state (MQ_KLASS_OF).
 // - seq is assigned by the store from a counter whose high-water mark is
 //   reserved in blocks in mqlite_meta ('seq_reserved'), so it is never
 //   reused — even after the newest row is deleted and the file reopened —
 //   without AUTOINCREMENT's write of sqlite_sequence on every send.
-// - A completed message stays as a tombstone (state 5, kSettled) holding its
-//   Complete's receipt (SPEC §7.2): the lock token it was completed under,
-//   and in locked_until the receipt's expiry; its payload is cleared. That
-//   replaces a receipt row and its expiry index entry per Complete with an
-//   update of the row the Complete already changes; maintenance deletes
-//   expired tombstones (DropExpiredRecords). Tombstones are no message:
-//   nothing that reads messages sees state 5.
 // - Group order without probing: `is_head` is 1 for an ungrouped message and
 //   for the lowest-seq live (not dead-lettered) member of each group. The
 //   claim index holds only active heads, so blocked group members are never
-//   visited; when a head leaves its group (completed, deleted or
-//   dead-lettered) the next member is promoted with one seek of
-//   mqlite_msg_group.
+//   visited; when a head leaves its group (deleted or dead-lettered) the next
+//   member is promoted with one seek of mqlite_msg_group.
 // - One index over the time-driven states (locked by lease end, scheduled by
-//   due time, dead-lettered by dead-letter time, tombstones by receipt
-//   expiry), keyed through the generated column due_at; every claim, settle
-//   and maintenance query seeks the key, the state, claim, group, time or
-//   TTL index.
+//   due time, dead-lettered by dead-letter time), keyed through the generated
+//   column due_at; every claim, settle and maintenance query seeks the key,
+//   the claim, group, time or TTL index.
 // - Stats' oldest claimable active head: active heads of one priority come
 //   in seq order, which is enqueued_at order for every message but a
 //   redriven one (it keeps its enqueued_at under a new seq): those carry
@@ -57,8 +55,10 @@ inline const char* SynchronousLevel(Durability d) {
 // How many seqs one write of mqlite_meta's 'seq_reserved' hands out.
 inline constexpr int64_t kSeqReserveBlock = 1024;
 
-// The state of a completed message's tombstone (beside MessageState's 0–4).
-inline constexpr int kSettled = 5;
+// The klass of a state (schema.h's design): active and locked share 0.
+inline constexpr int KlassOf(MessageState state) {
+  return state == MessageState::kLocked ? 0 : static_cast<int>(state);
+}
 
 inline constexpr const char* kSqliteSchema[] = {
     "CREATE TABLE mqlite_meta (\n"
@@ -85,8 +85,9 @@ inline constexpr const char* kSqliteSchema[] = {
     ") STRICT",
 
     "CREATE TABLE mqlite_messages (\n"
-    "  seq                     INTEGER PRIMARY KEY,\n"
     "  queue_id                INTEGER NOT NULL,\n"
+    "  klass                   INTEGER NOT NULL,\n"
+    "  seq                     INTEGER NOT NULL,\n"
     "  state                   INTEGER NOT NULL,\n"
     "  is_head                 INTEGER NOT NULL,\n"
     "  priority                INTEGER NOT NULL,\n"
@@ -109,27 +110,25 @@ inline constexpr const char* kSqliteSchema[] = {
     "  properties              BLOB,\n"
     "  body                    BLOB NOT NULL,\n"
     "  due_at                  INTEGER GENERATED ALWAYS AS (CASE state WHEN 1 THEN locked_until\n"
-    "                            WHEN 3 THEN visible_at WHEN 4 THEN dead_lettered_at\n"
-    "                            WHEN 5 THEN locked_until ELSE 0 END) VIRTUAL\n"
-    ") STRICT",
+    "                            WHEN 3 THEN visible_at WHEN 4 THEN dead_lettered_at ELSE 0 END)\n"
+    "                            VIRTUAL,\n"
+    "  PRIMARY KEY (queue_id, klass, seq)\n"
+    ") STRICT, WITHOUT ROWID",
 
     // Claim: active heads in delivery order.
     "CREATE INDEX mqlite_msg_claim ON mqlite_messages (queue_id, priority DESC, seq)\n"
     "  WHERE state = 0 AND is_head = 1",
     // Next head of a group: its live members.
     "CREATE INDEX mqlite_msg_group ON mqlite_messages (queue_id, group_key, seq)\n"
-    "  WHERE group_key IS NOT NULL AND state < 4",
+    "  WHERE group_key IS NOT NULL AND state <> 4",
     // The time-driven states by their time: leases by expiry (reclaim,
     // recovery), schedules by due time, dead letters oldest first (retention,
-    // redrive, purge; ties by seq, the rowid every entry ends with),
-    // tombstones by receipt expiry.
-    "CREATE INDEX mqlite_msg_time ON mqlite_messages (queue_id, state, due_at)\n"
-    "  WHERE state = 1 OR state = 3 OR state = 4 OR state = 5",
+    // redrive, purge; ties by seq).
+    "CREATE INDEX mqlite_msg_time ON mqlite_messages (queue_id, state, due_at, seq)\n"
+    "  WHERE state = 1 OR state = 3 OR state = 4",
     // TTL by deadline (locked rows expire only once their lease ends).
     "CREATE INDEX mqlite_msg_ttl ON mqlite_messages (queue_id, expires_at)\n"
     "  WHERE expires_at > 0 AND state IN (0, 2, 3)",
-    // Peek by state, Stats, queue deletion.
-    "CREATE INDEX mqlite_msg_state ON mqlite_messages (queue_id, state, seq)",
     // Redriven active heads by age: Stats' oldest claimable (SPEC §6) for the
     // only messages whose seq order is not their enqueued_at order.
     "CREATE INDEX mqlite_msg_redriven ON mqlite_messages (queue_id, enqueued_at)\n"

@@ -613,56 +613,32 @@ class SqliteTxn final : public StoreTxn {
     return SettleResultOf(v);
   }
 
-  // SPEC §7.2: a Complete's receipt is the completed row itself (schema.h),
-  // which the Complete changes anyway: one row update instead of a deletion
-  // plus a receipt row and its expiry index entry. The other settles keep
-  // their receipts in mqlite_receipts (the default).
-  Result<SettleResult> SettleWithReceipt(const QueueRecord& queue, const SettleRequest& req,
-                                         std::string_view receipt_key,
-                                         int64_t receipt_expires_at) override {
-    if (req.op != SettleOp::kComplete) {
-      return StoreTxn::SettleWithReceipt(queue, req, receipt_key, receipt_expires_at);
-    }
-    MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kLocked, req.seq));
-    Result<Verdict> v = DecideSettle(Facts(row), queue.config, req);
-    if (!v.ok()) {
-      if (v.error().code() != StatusCode::kLockLost) return v.error();
-      Query t(c_, kFindTombstone);
-      t.Int(queue.id).Int(req.seq).Token(req.token).Int(req.now);
-      MQLITE_ASSIGN_OR_RETURN(bool live, t.Step());
-      if (!live) return v.error();
-      SettleResult replay;
-      replay.replayed = true;
-      return replay;
-    }
-    {
-      Query d(c_, kDeleteMessage);
-      d.Int(queue.id).Int(kLocked).Int(req.seq);
-      MQLITE_RETURN_IF_ERROR(ExecOne(d, "complete"));
-    }
-    Query t(c_, kInsertTombstone);
-    t.Int(req.seq).Int(queue.id).Int(receipt_expires_at).Token(req.token);
-    MQLITE_RETURN_IF_ERROR(t.Exec());
-    // It left its group: the next member is the head now (SPEC §5).
-    if (row->is_head && row->group_key) MQLITE_RETURN_IF_ERROR(PromoteNext(queue.id, *row->group_key));
-    return SettleResultOf(*v);
-  }
-
   // ---- Inspection and DLQ ----
 
   Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {
     std::vector<Message> out;
-    // One seek of mqlite_msg_state per state, merged by seq.
-    for (int s = kActive; s <= kDead; ++s) {
-      if (o.state && static_cast<int>(*o.state) != s) continue;
-      Query q(c_, kPeekState);
-      q.Int(queue.id).Int(s).Int(o.from_seq).Int(o.max_messages);
+    auto collect = [&](Query& q) -> Status {
       for (;;) {
         MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
-        if (!row) break;
+        if (!row) return Status::OK();
         MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(q, queue.config.name));
         out.push_back(std::move(m));
       }
+    };
+    if (o.state == MessageState::kLocked) {
+      Query q(c_, kPeekLocked);
+      q.Int(queue.id).Int(o.from_seq).Int(o.max_messages);
+      MQLITE_RETURN_IF_ERROR(collect(q));
+      return out;
+    }
+    // One range of the key per klass (klass 0: active only, or active and
+    // locked), merged by seq.
+    for (int klass : {0, kDeferred, kScheduled, kDead}) {
+      const int state = o.state ? static_cast<int>(*o.state) : -1;
+      if (state >= 0 && KlassOf(*o.state) != klass) continue;
+      Query q(c_, kPeekKlass);
+      q.Int(queue.id).Int(klass).Int(o.from_seq).Int(state).Int(o.max_messages);
+      MQLITE_RETURN_IF_ERROR(collect(q));
     }
     std::sort(out.begin(), out.end(), [](const Message& a, const Message& b) { return a.seq < b.seq; });
     if (out.size() > static_cast<size_t>(o.max_messages)) out.resize(o.max_messages);
@@ -676,11 +652,14 @@ class SqliteTxn final : public StoreTxn {
     for (;;) {
       MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      int64_t n = q.ColInt(1);
-      int64_t bytes = q.ColInt(2);
+      const int64_t locked = q.ColInt(1);
+      const int64_t n = q.ColInt(2);
+      const int64_t bytes = q.ColInt(3);
       switch (static_cast<int>(q.ColInt(0))) {
-        case kActive: st.active = n; break;
-        case kLocked: st.locked = n; break;
+        case 0:
+          st.locked = locked;
+          st.active = n - locked;
+          break;
         case kDeferred: st.deferred = n; break;
         case kScheduled: st.scheduled = n; break;
         case kDead: st.dead_lettered = n; break;
@@ -937,29 +916,6 @@ class SqliteTxn final : public StoreTxn {
       MQLITE_RETURN_IF_ERROR(d.Exec());
       total += sqlite3_changes(c_->db());
     }
-    {
-      // Completes' receipts: the tombstones, a queue at a time (their expiry
-      // index is per queue), up to `limit` in all.
-      std::vector<int64_t> queue_ids;
-      {
-        Query q(c_, kQueueIds);
-        for (;;) {
-          MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
-          if (!row) break;
-          queue_ids.push_back(q.ColInt(0));
-        }
-      }
-      int64_t left = limit;
-      for (int64_t id : queue_ids) {
-        if (left <= 0) break;
-        Query d(c_, kDropTombstones);
-        d.Int(id).Int(now).Int(left);
-        MQLITE_RETURN_IF_ERROR(d.Exec());
-        const int64_t dropped = sqlite3_changes(c_->db());
-        total += dropped;
-        left -= dropped;
-      }
-    }
     return total;
   }
 
@@ -1081,16 +1037,18 @@ class SqliteTxn final : public StoreTxn {
   // Makes the lowest-seq live member of the group its head (after the old
   // head left). One seek of mqlite_msg_group.
   Status PromoteNext(int64_t queue_id, const std::string& key) {
+    int state = 0;
     int64_t seq = 0;
     {
       Query q(c_, kNextHead);
       q.Int(queue_id).Bytes(key);
       MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) return Status::OK();  // the group is empty now
-      seq = q.ColInt(0);
+      state = static_cast<int>(q.ColInt(0));
+      seq = q.ColInt(1);
     }
     Query u(c_, kSetHead);
-    u.Int(seq);
+    u.Int(queue_id).Int(state).Int(seq);
     return u.Exec();
   }
 

