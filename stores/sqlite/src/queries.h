@@ -68,10 +68,19 @@ inline constexpr char kClaimCandidates[] =
     "SELECT " MQ_MSG_COLS ", is_head, group_key, length(body) FROM mqlite_messages "
     "INDEXED BY mqlite_msg_claim WHERE queue_id = ? AND state = 0 AND is_head = 1 "
     "ORDER BY priority DESC, seq LIMIT ?";
-// Locks an active (Claim: in place) or deferred (ClaimDeferred) row.
-inline constexpr char kLockMessage[] =
+// Locks an active row where it is (Claim). A statement that names the key
+// column klass in SET takes SQLite's slower key-changing path even when the
+// value stays (measured: 37k instead of 29k instructions a claimed message),
+// so the in-place transitions leave klass out.
+inline constexpr char kLockActive[] =
+    "UPDATE mqlite_messages SET state = 1, lock_token = ?1, locked_until = ?2, "
+    "delivery_count = delivery_count + 1 WHERE queue_id = ?3 AND klass = 0 AND state = 0 "
+    "AND seq = ?4";
+// Locks a deferred row (ClaimDeferred): it moves to klass 0.
+inline constexpr char kLockDeferred[] =
     "UPDATE mqlite_messages SET state = 1, klass = 0, lock_token = ?1, locked_until = ?2, "
-    "delivery_count = delivery_count + 1 WHERE " MQ_AT("?3", "?4", "?5");
+    "delivery_count = delivery_count + 1 WHERE queue_id = ?3 AND klass = 2 AND state = 2 "
+    "AND seq = ?4";
 // A whole message of known state.
 inline constexpr char kLoadMessage[] =
     "SELECT " MQ_MSG_COLS " FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
@@ -193,10 +202,14 @@ inline constexpr char kNextHead[] =
     "ORDER BY seq LIMIT 1";
 inline constexpr char kSetHead[] =
     "UPDATE mqlite_messages SET is_head = 1 WHERE " MQ_AT("?1", "?2", "?3");
-// locked → active (in place) or deferred (the bound state).
-inline constexpr char kUnlock[] =
-    "UPDATE mqlite_messages SET state = ?1, klass = " MQ_KLASS_OF("?1") ", lock_token = NULL, "
-    "locked_until = 0 WHERE " MQ_LOCKED("?2", "?3");
+// locked → active, where it is.
+inline constexpr char kUnlockToActive[] =
+    "UPDATE mqlite_messages SET state = 0, lock_token = NULL, locked_until = 0 "
+    "WHERE " MQ_LOCKED("?1", "?2");
+// locked → deferred: it moves to klass 2.
+inline constexpr char kUnlockToDeferred[] =
+    "UPDATE mqlite_messages SET state = 2, klass = 2, lock_token = NULL, locked_until = 0 "
+    "WHERE " MQ_LOCKED("?1", "?2");
 inline constexpr char kDeleteMessage[] =
     "DELETE FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
 // Whether the row is its group's head now (not as read earlier).
@@ -252,7 +265,8 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kDeleteQueueRow", kDeleteQueueRow},
     {"kInsertMessage", kInsertMessage},
     {"kClaimCandidates", kClaimCandidates},
-    {"kLockMessage", kLockMessage},
+    {"kLockActive", kLockActive},
+    {"kLockDeferred", kLockDeferred},
     {"kLoadMessage", kLoadMessage},
     {"kAbandonDelayed", kAbandonDelayed},
     {"kRenew", kRenew},
@@ -286,7 +300,8 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kGroupHasLive", kGroupHasLive},
     {"kNextHead", kNextHead},
     {"kSetHead", kSetHead},
-    {"kUnlock", kUnlock},
+    {"kUnlockToActive", kUnlockToActive},
+    {"kUnlockToDeferred", kUnlockToDeferred},
     {"kDeleteMessage", kDeleteMessage},
     {"kIsHead", kIsHead},
     {"kDlqDecrement", kDlqDecrement},

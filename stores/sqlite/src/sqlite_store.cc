@@ -564,8 +564,8 @@ class SqliteTxn final : public StoreTxn {
           Message m = r.message;
           if (peek_lock) {
             const LockToken& token = req.tokens[out.size()];
-            Query u(c_, kLockMessage);
-            u.Token(token).Int(req.locked_until).Int(queue.id).Int(kActive).Int(r.seq);
+            Query u(c_, kLockActive);
+            u.Token(token).Int(req.locked_until).Int(queue.id).Int(r.seq);
             MQLITE_RETURN_IF_ERROR(ExecOne(u, "claim"));
             // The row as kLockMessage left it.
             m.state = MessageState::kLocked;
@@ -591,8 +591,8 @@ class SqliteTxn final : public StoreTxn {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kDeferred, seq));
     MQLITE_RETURN_IF_ERROR(CheckClaimDeferred(Facts(row), queue.config, seq, now));
     {
-      Query u(c_, kLockMessage);
-      u.Token(token).Int(locked_until).Int(queue.id).Int(kDeferred).Int(seq);
+      Query u(c_, kLockDeferred);
+      u.Token(token).Int(locked_until).Int(queue.id).Int(seq);
       MQLITE_RETURN_IF_ERROR(ExecOne(u, "claim deferred"));
     }
     Query q(c_, kLoadMessage);
@@ -1054,8 +1054,11 @@ class SqliteTxn final : public StoreTxn {
 
   // locked → active or deferred: the lease and token go.
   Status Unlock(int64_t queue_id, int64_t seq, MessageState state) {
-    Query u(c_, kUnlock);
-    u.Int(static_cast<int>(state)).Int(queue_id).Int(seq);
+    if (state != MessageState::kActive && state != MessageState::kDeferred) {
+      return Status::Internal("unlock to " + std::string(MessageStateName(state)));
+    }
+    Query u(c_, state == MessageState::kActive ? kUnlockToActive : kUnlockToDeferred);
+    u.Int(queue_id).Int(seq);
     return u.Exec();
   }
 

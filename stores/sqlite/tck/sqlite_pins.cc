@@ -49,7 +49,8 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       // One claim statement serves all three ordering modes: group order lives
       // in the is_head flag, so the same index seek holds for each.
       {"kClaimCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_claim (queue_id=?)"}},
-      {"kLockMessage", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
+      {"kLockActive", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
+      {"kLockDeferred", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kLoadMessage", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kAbandonDelayed", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kRenew", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
@@ -88,7 +89,8 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       {"kGroupHasLive", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
       {"kNextHead", {"SEARCH mqlite_messages USING INDEX mqlite_msg_group (queue_id=? AND group_key=?)"}},
       {"kSetHead", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
-      {"kUnlock", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
+      {"kUnlockToActive", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
+      {"kUnlockToDeferred", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kDeleteMessage", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kIsHead", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kDlqDecrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
