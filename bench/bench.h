@@ -35,6 +35,8 @@ struct Scale {
   std::vector<int64_t> shared_engines;  // shared_<workload>/<n>
   double shared_seconds;
   int64_t soak_cycles;                  // bloat_soak/<held|none>
+  // sqliteq's workloads (its bench/run.ts) run their counts divided by this.
+  int64_t sqliteq_divisor;
 };
 Scale FullScale();
 Scale SmokeScale();
@@ -97,6 +99,22 @@ class Progress {
 };
 
 std::string Body(size_t bytes, int64_t salt);
+// The body of message `i` in sqliteq's workloads: a small JSON object like
+// the one its README sends (sqliteq serialises every body as JSON).
+std::string SqliteqBody(int64_t i);
+
+// sqliteq's four workloads (issue 13; its bench/run.ts), the same counts for
+// the engine stores (workloads.cc) and the floors (floor_workloads.cc):
+//   sqliteq_cycle/10000        send → receive → delete, one at a time
+//   sqliteq_send/50000         single sends
+//   sqliteq_big_table/100000/10  single receive + delete on a table of
+//                              100,000 messages over 10 queues (filled
+//                              untimed), 10,000 of them, round-robin
+//   sqliteq_batch/100/100      100 sends of a batch of 100
+struct SqliteqCounts {
+  int64_t cycle, send, big_table, big_table_queues, big_table_taken, batches, batch;
+};
+SqliteqCounts SqliteqCountsFor(const Scale& scale);
 
 // The timed loop of the simple workloads: runs `op` once per iteration
 // between Counters::Start and Finish; `items_per_iteration` messages each.
@@ -127,6 +145,20 @@ uint64_t GetBigEndian(const void* in);
 // Registers every workload for `spec`; `core_only` registers just send_one,
 // send_batch, cycle, e2e and outbox_tx (the durability=full run).
 void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only);
+// Registers sqliteq's workloads (SqliteqCounts) as <prefix>sqliteq_cycle/N,
+// sqliteq_send/N, sqliteq_big_table/<total>/<queues>/<taken> and
+// sqliteq_batch/<batches>/<size>, through `reg` (which names, labels and
+// times them as its caller's other workloads), one function each — the
+// engine stores' (workloads.cc) and the floors' (floor_workloads.cc) share
+// the names, counts and bodies.
+struct SqliteqWorkloadFns {
+  std::function<void(benchmark::State&, const std::string&)> cycle, send, big_table, batch;
+};
+void RegisterSqliteqWorkloads(
+    const std::string& prefix, const Scale& scale,
+    const std::function<benchmark::internal::Benchmark*(
+        const std::string&, std::function<void(benchmark::State&, const std::string&)>)>& reg,
+    const SqliteqWorkloadFns& fns);
 // Registers the shared-store workloads for `spec` (which must have `reopen`):
 // shared_send/N, shared_cycle/N, shared_drain/<total>/<queues>/N and
 // shared_e2e/N for each N in scale.shared_engines, each with N engines on one

@@ -20,11 +20,11 @@ namespace mqlite::bench {
 
 Scale FullScale() {
   return Scale{"full", 0.5, 100'000, 10, 10'000, 2'000, {1, 1'000, 100'000, 1'000'000}, 20'000,
-               {1, 4, 8}, 3.0, 5'000};
+               {1, 4, 8}, 3.0, 5'000, 1};
 }
 
 Scale SmokeScale() {
-  return Scale{"smoke", 0.01, 2'000, 10, 200, 50, {1, 1'000, 10'000}, 2'000, {1, 4}, 0.2, 200};
+  return Scale{"smoke", 0.01, 2'000, 10, 200, 50, {1, 1'000, 10'000}, 2'000, {1, 4}, 0.2, 200, 100};
 }
 
 namespace {
@@ -208,6 +208,15 @@ std::string LmdbLabel(Durability d, const std::string& map) {
   return "durability=" + std::string(DurabilityName(d)) + " flags=MDB_NOTLS" +
          ((f & MDB_NOMETASYNC) ? "|MDB_NOMETASYNC" : "") + ((f & MDB_NOSYNC) ? "|MDB_NOSYNC" : "") +
          " map=" + map;
+}
+
+std::string SqliteqBody(int64_t i) {
+  return R"({"to":"user@example.com","subject":"Hello","n":)" + std::to_string(i) + "}";
+}
+
+SqliteqCounts SqliteqCountsFor(const Scale& scale) {
+  const int64_t d = scale.sqliteq_divisor;
+  return SqliteqCounts{10'000 / d, 50'000 / d, 100'000 / d, 10, 10'000 / d, 100 / d, 100};
 }
 
 std::string Body(size_t bytes, int64_t salt) {

@@ -77,6 +77,70 @@ void Drain(benchmark::State& state, const std::string& name, const Open& open) {
   counters.Finish(state, drained);
 }
 
+// sqliteq's workloads (bench.h) with the fewest operations: the same counts
+// and bodies as the engine stores', one commit per send, claim and complete.
+void SqliteqCycle(benchmark::State& state, const std::string& name, const Open& open) {
+  const int64_t n = state.range(0);
+  std::unique_ptr<Floor> db = open(FreshDir(name));
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; ++i) {
+      db->Insert(1, SqliteqBody(i));
+      std::vector<int64_t> seqs = db->Claim(1, 1);
+      if (seqs.size() != 1) Die(name, Status::Internal("claim returned no message"));
+      db->Complete(seqs[0]);
+    }
+  }
+  counters.Finish(state, n);
+}
+
+void SqliteqSend(benchmark::State& state, const std::string& name, const Open& open) {
+  const int64_t n = state.range(0);
+  std::unique_ptr<Floor> db = open(FreshDir(name));
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; ++i) db->Insert(1, SqliteqBody(i));
+  }
+  counters.Finish(state, n);
+}
+
+void SqliteqBigTable(benchmark::State& state, const std::string& name, const Open& open) {
+  const int64_t total = state.range(0), queues = state.range(1), taken = state.range(2);
+  std::unique_ptr<Floor> db = open(FreshDir(name));
+  for (int64_t q = 0; q < queues; ++q) {
+    db->Begin();
+    for (int64_t i = 0; i < total / queues; ++i) db->Insert(q, SqliteqBody(q * total + i));
+    db->Commit();
+  }
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < taken; ++i) {
+      std::vector<int64_t> seqs = db->Claim(i % queues, 1);
+      if (seqs.size() != 1) Die(name, Status::Internal("claim returned no message"));
+      db->Complete(seqs[0]);
+    }
+  }
+  counters.Finish(state, taken);
+}
+
+void SqliteqBatch(benchmark::State& state, const std::string& name, const Open& open) {
+  const int64_t batches = state.range(0), size = state.range(1);
+  std::unique_ptr<Floor> db = open(FreshDir(name));
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t b = 0; b < batches; ++b) {
+      db->Begin();
+      for (int64_t i = 0; i < size; ++i) db->Insert(1, SqliteqBody(b * size + i));
+      db->Commit();
+    }
+  }
+  counters.Finish(state, batches * size);
+}
+
 }  // namespace
 
 void RegisterFloor(const std::string& prefix, const std::string& label, const Scale& scale,
@@ -95,6 +159,20 @@ void RegisterFloor(const std::string& prefix, const std::string& label, const Sc
   reg("send_batch", SendBatch)->Arg(1)->Arg(10)->Arg(100)->Arg(1000)->MinTime(scale.min_time_s);
   reg("cycle", Cycle)->MinTime(scale.min_time_s);
   reg("drain", Drain)->Args({scale.drain_total, scale.drain_queues})->Iterations(1);
+  auto bind = [open](void (*fn)(benchmark::State&, const std::string&, const Open&)) {
+    return [open, fn](benchmark::State& s, const std::string& n_) { fn(s, n_, open); };
+  };
+  RegisterSqliteqWorkloads(
+      prefix + "/", scale,
+      [&](const std::string& name, std::function<void(benchmark::State&, const std::string&)> fn) {
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, name, label](benchmark::State& s) {
+          fn(s, name);
+          s.SetLabel(label);
+        });
+        return b->Unit(benchmark::kMicrosecond)->UseRealTime();
+      },
+      SqliteqWorkloadFns{bind(SqliteqCycle), bind(SqliteqSend), bind(SqliteqBigTable),
+                         bind(SqliteqBatch)});
 }
 
 }  // namespace mqlite::bench

@@ -403,7 +403,101 @@ void SharedEndToEnd(benchmark::State& state, const std::string& name, const Stor
       static_cast<double>(completed) / static_cast<double>(std::max<int64_t>(1, receives));
 }
 
+// sqliteq's workloads (bench.h), on an engine opened as a user would:
+// default options, background maintenance on. Fixed counts, one timed run.
+void SqliteqCycle(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t n = state.range(0);
+  Env env(spec, name);
+  env.Queue("emails");
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; ++i) {
+      Check(name, env->Send("emails", OutgoingMessage{.body = SqliteqBody(i)}).status());
+      std::vector<Message> got = env.Receive("emails", 1);
+      if (got.size() != 1) Die(name, Status::Internal("receive returned no message"));
+      Check(name, env->Complete("emails", got[0].seq, got[0].lock_token));
+    }
+  }
+  counters.Finish(state, n);
+}
+
+void SqliteqSend(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t n = state.range(0);
+  Env env(spec, name);
+  env.Queue("emails");
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; ++i) {
+      Check(name, env->Send("emails", OutgoingMessage{.body = SqliteqBody(i)}).status());
+    }
+  }
+  counters.Finish(state, n);
+}
+
+void SqliteqBigTable(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t total = state.range(0), queues = state.range(1), taken = state.range(2);
+  Env env(spec, name);
+  std::vector<std::string> names;
+  Progress fill(name + " fill", total);
+  for (int64_t q = 0; q < queues; ++q) {
+    names.push_back("q" + std::to_string(q));
+    env.Queue(names.back());
+    std::vector<OutgoingMessage> batch;
+    for (int64_t i = 0; i < total / queues; ++i) {
+      batch.push_back(OutgoingMessage{.body = SqliteqBody(q * total + i)});
+      if (batch.size() == 1'000 || i + 1 == total / queues) {
+        Check(name + " fill", env->SendBatch(names.back(), batch).status());
+        batch.clear();
+      }
+    }
+    fill.Update((q + 1) * (total / queues));
+  }
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < taken; ++i) {
+      const std::string& queue = names[static_cast<size_t>(i % queues)];
+      std::vector<Message> got = env.Receive(queue, 1);
+      if (got.size() != 1) Die(name, Status::Internal("receive returned no message"));
+      Check(name, env->Complete(queue, got[0].seq, got[0].lock_token));
+    }
+  }
+  counters.Finish(state, taken);
+}
+
+void SqliteqBatch(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
+  const int64_t batches = state.range(0), size = state.range(1);
+  Env env(spec, name);
+  env.Queue("emails");
+  Counters counters;
+  counters.Start();
+  for (auto _ : state) {
+    for (int64_t b = 0; b < batches; ++b) {
+      std::vector<OutgoingMessage> batch;
+      for (int64_t i = 0; i < size; ++i) batch.push_back({.body = SqliteqBody(b * size + i)});
+      Check(name, env->SendBatch("emails", batch).status());
+    }
+  }
+  counters.Finish(state, batches * size);
+}
+
 }  // namespace
+
+void RegisterSqliteqWorkloads(
+    const std::string& prefix, const Scale& scale,
+    const std::function<benchmark::internal::Benchmark*(
+        const std::string&, std::function<void(benchmark::State&, const std::string&)>)>& reg,
+    const SqliteqWorkloadFns& fns) {
+  const SqliteqCounts c = SqliteqCountsFor(scale);
+  reg(prefix + "sqliteq_cycle", fns.cycle)->Arg(c.cycle)->Iterations(1);
+  reg(prefix + "sqliteq_send", fns.send)->Arg(c.send)->Iterations(1);
+  reg(prefix + "sqliteq_big_table", fns.big_table)
+      ->Args({c.big_table, c.big_table_queues, c.big_table_taken})
+      ->Iterations(1);
+  reg(prefix + "sqliteq_batch", fns.batch)->Args({c.batches, c.batch})->Iterations(1);
+}
 
 void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only) {
   const std::string p = spec.name + "/";
@@ -459,6 +553,16 @@ void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool cor
         [spec, bytes](benchmark::State& s, const std::string& n_) { SendOne(s, n_, spec, bytes); })
         ->MinTime(scale.min_time_s);
   }
+  auto bind = [spec](void (*fn)(benchmark::State&, const std::string&, const StoreSpec&)) {
+    return [spec, fn](benchmark::State& s, const std::string& n_) { fn(s, n_, spec); };
+  };
+  RegisterSqliteqWorkloads(
+      p, scale,
+      [&](const std::string& name, std::function<void(benchmark::State&, const std::string&)> fn) {
+        return reg(name, fn);
+      },
+      SqliteqWorkloadFns{bind(SqliteqCycle), bind(SqliteqSend), bind(SqliteqBigTable),
+                         bind(SqliteqBatch)});
 }
 
 void RegisterSharedWorkloads(const StoreSpec& spec, const Scale& scale, bool core_only) {
