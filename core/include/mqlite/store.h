@@ -236,7 +236,8 @@ class StoreTxn {
   // seq of a committed message of this store (never reused, even after
   // deletes or a reopen; gaps allowed). A seq handed out inside a transaction
   // that then rolled back belonged to no message and may be assigned again
-  // (SQLite's AUTOINCREMENT behaves so); a store may also never reuse it. All fields must round-trip byte-exact. A message
+  // (AUTOINCREMENT behaves so); a store may also never reuse it (the SQLite
+  // store's reserved counter). All fields must round-trip byte-exact. A message
   // whose group_key has no live (non-dead-lettered) member becomes its group's
   // head. Returns one seq per item.
   virtual Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,

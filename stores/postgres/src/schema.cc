@@ -112,7 +112,7 @@ constexpr const char* kDdl[] = {
     ")",
     "CREATE INDEX dedup_expiry ON {s}.dedup (expires_at)",
 
-    // SPEC §7.2: settlement receipts, keyed by a hash of the whole request.
+    // SPEC §7.2: settlement receipts, keyed by seq then the request (keys.cc).
     "CREATE TABLE {s}.receipts (\n"
     "  key        bytea PRIMARY KEY,\n"
     "  expires_at bigint NOT NULL\n"

@@ -145,7 +145,7 @@ inline constexpr const char* kSqliteSchema[] = {
     ") STRICT, WITHOUT ROWID",
     "CREATE INDEX mqlite_dedup_expiry ON mqlite_dedup (expires_at)",
 
-    // SPEC §7.2: settlement receipts, keyed by a hash of the whole request.
+    // SPEC §7.2: settlement receipts, keyed by seq then the request (keys.cc).
     "CREATE TABLE mqlite_receipts (\n"
     "  key        BLOB PRIMARY KEY,\n"
     "  expires_at INTEGER NOT NULL\n"
