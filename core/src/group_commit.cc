@@ -64,8 +64,19 @@ Status GroupCommit::Write(const CallOptions& call,
     if (leaders_ < max_leaders_) {
       ++leaders_;
       l.unlock();
-      LeadGroup(req);
+      LeadGroup(call, &req);
       l.lock();
+      // Leading on: callers that queued while this group ran would otherwise
+      // wait for a new leader to be woken and scheduled, a delay every
+      // group pays in full because groups run one after another. If this
+      // caller's own request is done, it runs their groups itself, at most
+      // kLeadOnGroups more, so its own return is delayed by a bounded amount.
+      for (int more = 0; req.state == State::kDone && more < kLeadOnGroups && !queue_.empty();
+           ++more) {
+        l.unlock();
+        LeadGroup(CallOptions{}, nullptr);
+        l.lock();
+      }
       --leaders_;
       HandOffLocked();
       continue;
@@ -82,16 +93,18 @@ Status GroupCommit::Write(const CallOptions& call,
   }
 }
 
-// Runs one group transaction. On return, every request it took is done;
-// `leader` may still be queued (not taken because the group was full, or the
-// transaction never started), and if it was cancelled it is done too.
-void GroupCommit::LeadGroup(Request& leader) {
+// Runs one group transaction, waiting for the store as `call` says. On
+// return, every request it took is done; `leader` (the caller's own request,
+// or null when leading on for others) may still be queued (not taken because
+// the group was full, or the transaction never started), and if it was
+// cancelled it is done too.
+void GroupCommit::LeadGroup(const CallOptions& call, Request* leader) {
   using State = Request::State;
   std::vector<Request*> taken;
   bool started = false;
   bool member_failed = false;
   auto attempt = [&](bool isolate) {
-    return store_->Run(TxnKind::kWrite, ToRunOptions(*leader.call), [&](StoreTxn& txn) {
+    return store_->Run(TxnKind::kWrite, ToRunOptions(call), [&](StoreTxn& txn) {
       if (!started) {  // a rerun (RunOptions::rerunnable) keeps the same members
         started = true;
         std::lock_guard<std::mutex> g(mu_);
@@ -101,7 +114,12 @@ void GroupCommit::LeadGroup(Request& leader) {
           queue_.pop_front();
         }
       }
-      if (taken.size() == 1) return (*taken[0]->body)(txn);  // alone: exactly a solo Run
+      if (taken.size() == 1) {  // alone: exactly a solo Run
+        if (taken[0] != leader) {
+          MQLITE_RETURN_IF_ERROR(CheckCancelled(*taken[0]->call, "waiting for the writer"));
+        }
+        return (*taken[0]->body)(txn);
+      }
       member_failed = false;
       for (Request* r : taken) {
         r->status = CheckCancelled(*r->call, "waiting for the writer");
@@ -120,11 +138,13 @@ void GroupCommit::LeadGroup(Request& leader) {
   if (started && taken.size() > 1 && member_failed) s = attempt(/*isolate=*/true);
   if (!started) {
     // The transaction never began (the leader was cancelled while waiting for
-    // the store, or BEGIN failed): that is the leader's answer alone.
+    // the store, or BEGIN failed): that is the leader's answer alone; no one
+    // was taken, and whoever is queued stays queued.
+    if (leader == nullptr) return;
     std::lock_guard<std::mutex> g(mu_);
-    queue_.erase(std::find(queue_.begin(), queue_.end(), &leader));
-    leader.status = s;
-    leader.state = State::kDone;
+    queue_.erase(std::find(queue_.begin(), queue_.end(), leader));
+    leader->status = s;
+    leader->state = State::kDone;
     return;
   }
   if (taken.size() == 1) {
@@ -141,7 +161,7 @@ void GroupCommit::LeadGroup(Request& leader) {
   std::lock_guard<std::mutex> g(mu_);
   for (Request* r : taken) {
     r->state = State::kDone;
-    if (r != &leader) r->cv.notify_one();
+    if (r != leader) r->cv.notify_one();
   }
 }
 

@@ -37,7 +37,11 @@ class ProbeStore : public StoreWrapper {
 
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
-    if (kind == TxnKind::kWrite) runs_.fetch_add(1);
+    if (kind == TxnKind::kWrite) {
+      runs_.fetch_add(1);
+      std::lock_guard<std::mutex> l(mu_);
+      writers_.push_back(std::this_thread::get_id());
+    }
     Status s = StoreWrapper::Run(kind, options, [&](StoreTxn& txn) -> Status {
       Status ran = body(txn);
       // Parks after the body, so the held group has already taken its members
@@ -71,6 +75,11 @@ class ProbeStore : public StoreWrapper {
   }
   void FailNextCommitsAsUnknown(int n) { unknown_commits_ = n; }
   int runs() const { return runs_.load(); }
+  // The thread that ran each write transaction, in order.
+  std::vector<std::thread::id> writers() {
+    std::lock_guard<std::mutex> l(mu_);
+    return writers_;
+  }
   int savepoints() const { return savepoints_.load(); }
 
  protected:
@@ -97,6 +106,7 @@ class ProbeStore : public StoreWrapper {
   std::mutex mu_;
   std::condition_variable cv_;
   bool holding_ = false;
+  std::vector<std::thread::id> writers_;
 };
 
 class GroupCommitTest : public ::testing::Test {
@@ -257,6 +267,49 @@ TEST_F(GroupCommitTest, Spec10_ACallerCancelledWhileQueuedRunsNothing) {
   EXPECT_TRUE(first_status.ok());
   EXPECT_EQ(ran.load(), 0);
   EXPECT_EQ(Queues(), (std::set<std::string>{"q100"}));
+}
+
+TEST_F(GroupCommitTest, Spec9_ALeaderWhoseRequestIsDoneLeadsOnForABoundedNumberOfGroups) {
+  // Eleven callers queue behind a held leader, in groups of at most two. Once
+  // the leader's own request commits, its thread runs the next
+  // kLeadOnGroups groups itself (no new leader to wake), then hands the lead
+  // to the oldest caller still queued, which leads the rest.
+  static_assert(GroupCommit::kLeadOnGroups >= 1 && GroupCommit::kLeadOnGroups < 6,
+                "the test needs groups led on and groups after the hand-off");
+  GroupCommit gc(store_.get(), /*max_members=*/2, /*max_leaders=*/1);
+  store_->HoldNext();
+  Status first_status;
+  std::thread::id first_id;
+  std::thread first([&] {
+    first_id = std::this_thread::get_id();
+    first_status = gc.Write({}, Body(100, Status::OK()));
+  });
+  store_->WaitHolding();
+  std::vector<Status> got(11);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 11; ++i) {
+    ts.emplace_back([&, i] { got[i] = gc.Write({}, Body(i, Status::OK())); });
+    WaitQueued(gc, static_cast<size_t>(i) + 1);  // queue order = i
+  }
+  store_->Release();
+  first.join();
+  for (auto& t : ts) t.join();
+  EXPECT_TRUE(first_status.ok()) << first_status.ToString();
+  for (const Status& st : got) EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Queues().size(), 12u);
+  // The held group (the leader alone), then six groups of two or one.
+  std::vector<std::thread::id> w = store_->writers();
+  ASSERT_EQ(w.size(), 7u);
+  int by_first = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (i <= static_cast<size_t>(GroupCommit::kLeadOnGroups)) {
+      EXPECT_EQ(w[i], first_id) << "group " << i << " was not led on by the first leader";
+    } else {
+      EXPECT_NE(w[i], first_id) << "group " << i << ": the first leader did not hand off";
+    }
+    by_first += w[i] == first_id;
+  }
+  EXPECT_EQ(by_first, 1 + GroupCommit::kLeadOnGroups);
 }
 
 TEST_F(GroupCommitTest, Spec9_GroupingOffRunsEveryWriteAlone) {
