@@ -88,6 +88,15 @@ class PageOwners {
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
       Fail("open " + path + " read-only: " + sqlite3_errmsg(db_));
     }
+    // A pointer-map page every usable/5 + 1 pages from page 2 (no reserved
+    // bytes in mqlite's files, so usable = the page size).
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA page_size", -1, &st, nullptr) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+      Fail(std::string("PRAGMA page_size: ") + sqlite3_errmsg(db_));
+    }
+    ptrmap_stride_ = static_cast<uint32_t>(sqlite3_column_int(st, 0)) / 5 + 1;
+    sqlite3_finalize(st);
   }
   ~PageOwners() { sqlite3_close(db_); }
 
@@ -106,7 +115,6 @@ class PageOwners {
           type == "leaf" ? name : name + " (interior)";
     }
     sqlite3_finalize(st);
-    const uint32_t usable = PageSize();  // no reserved bytes in mqlite's files
     std::map<std::string, long> out;
     for (uint32_t p : pages) {
       auto it = owner.find(p);
@@ -114,7 +122,7 @@ class PageOwners {
         ++out["page 1 (file header)"];  // also sqlite_schema's root
       } else if (it != owner.end()) {
         ++out[it->second];
-      } else if (p >= 2 && (p - 2) % (usable / 5 + 1) == 0) {
+      } else if (p >= 2 && (p - 2) % ptrmap_stride_ == 0) {
         ++out["pointer map"];
       } else {
         ++out["free / freed"];
@@ -124,15 +132,8 @@ class PageOwners {
   }
 
  private:
-  uint32_t PageSize() {
-    sqlite3_stmt* st = nullptr;
-    sqlite3_prepare_v2(db_, "PRAGMA page_size", -1, &st, nullptr);
-    uint32_t n = sqlite3_step(st) == SQLITE_ROW ? static_cast<uint32_t>(sqlite3_column_int(st, 0))
-                                                : 4096;
-    sqlite3_finalize(st);
-    return n;
-  }
   sqlite3* db_ = nullptr;
+  uint32_t ptrmap_stride_ = 0;
 };
 
 long ParseCount(const char* arg, const char* flag, long lo, long hi) {
