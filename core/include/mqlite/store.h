@@ -403,8 +403,14 @@ class StoreTxn {
   virtual Result<std::optional<AttemptRecord>> FindAttempt(std::string_view attempt_id,
                                                            int64_t now) = 0;
   virtual Status PutAttempt(std::string_view attempt_id, const AttemptRecord& record) = 0;
-  // Deletes up to `limit` records of each kind whose expires_at ≤ now, via an
-  // index on expiry. Returns how many were deleted.
+  // Deletes expired records (expires_at ≤ now), at most `limit` of each kind,
+  // to reclaim space (G7); returns how many it deleted. Repeated calls must
+  // reach every expired record within a bound — about one pass over the
+  // records at `limit` a call — and must keep pace with the records put
+  // between calls. A store may find them through an index on expiry, or by
+  // sweeping its keys in order from a cursor (the SQLite store's receipts:
+  // no index to write on every settle). The kit grades it
+  // (Spec7_2_Spec7_3_ExpiredRecordsAreDroppedWithinBoundedCalls).
   virtual Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) = 0;
 
   // ---- Savepoints and the native handle --------------------------------------

@@ -176,10 +176,12 @@ inline constexpr char kExpiredDedup[] =
     "WHERE expires_at <= ? ORDER BY expires_at LIMIT ?";
 inline constexpr char kDeleteDedup[] =
     "DELETE FROM mqlite_dedup WHERE queue_id = ? AND key = ?";
-inline constexpr char kDropReceipts[] =
-    "DELETE FROM mqlite_receipts WHERE key IN (SELECT key FROM mqlite_receipts "
-    "INDEXED BY mqlite_receipts_expiry WHERE expires_at <= ? "
-    "ORDER BY expires_at LIMIT ?)";
+// Receipts have no expiry index (a Complete would write its pages): the
+// sweep walks them in key order from where the last one stopped (SqliteTxn::
+// SweepReceipts), then deletes the expired ones it met by key.
+inline constexpr char kSweepReceipts[] =
+    "SELECT key, expires_at FROM mqlite_receipts WHERE key > ? ORDER BY key LIMIT ?";
+inline constexpr char kDeleteReceipt[] = "DELETE FROM mqlite_receipts WHERE key = ?";
 inline constexpr char kDropAttempts[] =
     "DELETE FROM mqlite_attempts WHERE attempt_id IN (SELECT attempt_id FROM "
     "mqlite_attempts INDEXED BY mqlite_attempts_expiry WHERE expires_at <= ? "
@@ -293,7 +295,8 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kPutAttempt", kPutAttempt},
     {"kExpiredDedup", kExpiredDedup},
     {"kDeleteDedup", kDeleteDedup},
-    {"kDropReceipts", kDropReceipts},
+    {"kSweepReceipts", kSweepReceipts},
+    {"kDeleteReceipt", kDeleteReceipt},
     {"kDropAttempts", kDropAttempts},
     {"kLoadRef", kLoadRef},
     {"kLoadAnyRef", kLoadAnyRef},

@@ -146,11 +146,12 @@ inline constexpr const char* kSqliteSchema[] = {
     "CREATE INDEX mqlite_dedup_expiry ON mqlite_dedup (expires_at)",
 
     // SPEC §7.2: settlement receipts, keyed by seq then the request (keys.cc).
+    // No index on expiry: maintenance sweeps the keys in order instead
+    // (queries.h kSweepReceipts), so a Complete writes one B-tree, not two.
     "CREATE TABLE mqlite_receipts (\n"
     "  key        BLOB PRIMARY KEY,\n"
     "  expires_at INTEGER NOT NULL\n"
     ") STRICT, WITHOUT ROWID",
-    "CREATE INDEX mqlite_receipts_expiry ON mqlite_receipts (expires_at)",
 
     // SPEC §7.3: receive attempts and the batch each returned.
     "CREATE TABLE mqlite_attempts (\n"

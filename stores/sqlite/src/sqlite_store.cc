@@ -28,7 +28,7 @@
 
 namespace mqlite {
 
-const char* const kSqliteSchemaToken = "mqlite-sqlite-3";
+const char* const kSqliteSchemaToken = "mqlite-sqlite-4";
 
 namespace {
 constexpr char kHandleType[] = "sqlite3";
@@ -399,6 +399,14 @@ struct StoreState {
   // ends, and it is cleared again then, whether it committed or not.
   std::unordered_map<std::string, QueueRecord> queues;
   bool queues_changed = false;
+  // The receipt sweep (SqliteTxn::SweepReceipts): the key the last sweep
+  // stopped after ("" = the start of the table), and how many receipts were
+  // put since. A sweep that rolls back keeps the advanced cursor: the rows it
+  // deleted and lost wait for the next lap.
+  struct ReceiptSweep {
+    std::string after;
+    int64_t puts = 0;
+  } receipt_sweep;
 };
 
 // A claim candidate as kClaimCandidates reads it: the whole message, and
@@ -865,7 +873,9 @@ class SqliteTxn final : public StoreTxn {
   Status PutReceipt(std::string_view key, int64_t expires_at) override {
     Query q(c_, kPutReceipt);
     q.Bytes(key).Int(expires_at);
-    return q.Exec();
+    MQLITE_RETURN_IF_ERROR(q.Exec());
+    ++st_->receipt_sweep.puts;
+    return Status::OK();
   }
 
   Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
@@ -905,10 +915,8 @@ class SqliteTxn final : public StoreTxn {
       total += static_cast<int64_t>(keys.size());
     }
     {
-      Query d(c_, kDropReceipts);
-      d.Int(now).Int(limit);
-      MQLITE_RETURN_IF_ERROR(d.Exec());
-      total += sqlite3_changes(c_->db());
+      MQLITE_ASSIGN_OR_RETURN(int64_t swept, SweepReceipts(now, limit));
+      total += swept;
     }
     {
       Query d(c_, kDropAttempts);
@@ -917,6 +925,61 @@ class SqliteTxn final : public StoreTxn {
       total += sqlite3_changes(c_->db());
     }
     return total;
+  }
+
+  // Receipts have no expiry index (schema.h): this walks them in key order
+  // from where the last sweep stopped, wrapping to the start at the end, and
+  // deletes the expired ones it meets — at most `limit`, among at most
+  // max(limit, 2 × receipts put since the last sweep) it reads. The walk
+  // laps the table at least twice as fast as receipts arrive, so a lap takes
+  // at most about one retention period: an expired receipt is gone within
+  // about that, and the table holds at most about twice the live receipts
+  // (G7) — unless `limit` deletions a pass cannot keep up (then `more`).
+  // (Finds never depend on it: they check expires_at.)
+  Result<int64_t> SweepReceipts(int64_t now, int64_t limit) {
+    StoreState::ReceiptSweep& sweep = st_->receipt_sweep;
+    const int64_t budget = std::max(limit, 2 * sweep.puts);
+    sweep.puts = 0;
+    const std::string start = sweep.after;
+    std::string after = start;
+    std::vector<std::string> expired;
+    int64_t read = 0;
+    bool wrapped = false;
+    while (read < budget && static_cast<int64_t>(expired.size()) < limit) {
+      Query q(c_, kSweepReceipts);
+      const int64_t want = budget - read;
+      q.Bytes(after).Int(want);
+      int64_t got = 0;
+      bool lapped = false;
+      for (;;) {
+        MQLITE_ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        std::string key = q.ColBytes(0);
+        if (wrapped && key > start) {  // back where this sweep began
+          lapped = true;
+          break;
+        }
+        ++got;
+        if (q.ColInt(1) <= now) expired.push_back(key);
+        after = std::move(key);
+        if (static_cast<int64_t>(expired.size()) == limit) break;
+      }
+      read += got;
+      if (lapped) break;
+      if (got < want && static_cast<int64_t>(expired.size()) < limit) {
+        // The end of the table: go on from its start, once.
+        after.clear();
+        if (wrapped || start.empty()) break;
+        wrapped = true;
+      }
+    }
+    sweep.after = after;
+    for (const std::string& key : expired) {
+      Query d(c_, kDeleteReceipt);
+      d.Bytes(key);
+      MQLITE_RETURN_IF_ERROR(d.Exec());
+    }
+    return static_cast<int64_t>(expired.size());
   }
 
   // G7: incremental_vacuum moves up to `budget` free pages to the end of the

@@ -81,7 +81,9 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       {"kPutAttempt", {}},
       {"kExpiredDedup", {"SEARCH mqlite_dedup USING COVERING INDEX mqlite_dedup_expiry (expires_at<?)"}},
       {"kDeleteDedup", {"SEARCH mqlite_dedup USING PRIMARY KEY (queue_id=? AND key=?)"}},
-      {"kDropReceipts", {"SEARCH mqlite_receipts USING COVERING INDEX mqlite_receipts_expiry (expires_at<?)"}},
+      // The receipt sweep: a bounded range of the key from the cursor.
+      {"kSweepReceipts", {"SEARCH mqlite_receipts USING PRIMARY KEY (key>?)"}},
+      {"kDeleteReceipt", {"SEARCH mqlite_receipts USING PRIMARY KEY (key=?)"}},
       {"kDropAttempts", {"SEARCH mqlite_attempts USING COVERING INDEX mqlite_attempts_expiry (expires_at<?)"}},
       {"kLoadRef", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       // state IN (0, 1, 2, 3, 4): one seek of the key per state.

@@ -27,9 +27,9 @@ std::string CanonicalDdl() {
 
 // SPEC §10: token ↔ DDL hash. A new layout needs a new token AND a new line.
 TEST(SqliteSchemaGolden, DdlHashIsPinnedToTheToken) {
-  EXPECT_STREQ(kSqliteSchemaToken, "mqlite-sqlite-3");
+  EXPECT_STREQ(kSqliteSchemaToken, "mqlite-sqlite-4");
   EXPECT_EQ(internal::Sha256::Hex(internal::Sha256::Hash(CanonicalDdl())),
-            "9704276947275e540a9d93f271b339ba3ae85c9be154ebe69940baa057632e19")
+            "7087dd27153b288974bfb49a0a9fde67accf5b9f471e3017a5db7bd800113f9e")
       << "The SQLite DDL changed. Mint a new kSqliteSchemaToken and pin the new hash here.\n"
       << CanonicalDdl();
 }
