@@ -39,6 +39,7 @@ class FloorDb final : public Floor {
     Exec("PRAGMA auto_vacuum = INCREMENTAL");
     Exec("PRAGMA journal_mode = WAL");
     Exec("PRAGMA journal_size_limit = 4194304");
+    Exec("PRAGMA secure_delete = FAST");
     Exec((std::string("PRAGMA synchronous = ") + SqliteSynchronous(durability)).c_str());
     Exec(
         "CREATE TABLE msgs (seq INTEGER PRIMARY KEY AUTOINCREMENT, queue_id INTEGER NOT NULL,"

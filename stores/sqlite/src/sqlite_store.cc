@@ -1351,6 +1351,7 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
   // the high-water mark forever.
   MQLITE_RETURN_IF_ERROR(
       conn->ExecScript("PRAGMA journal_size_limit = 4194304", "journal_size_limit"));
+  MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA secure_delete = FAST", "secure_delete"));
   const std::string synchronous =
       std::string("PRAGMA synchronous = ") + SynchronousLevel(options.durability);
   MQLITE_RETURN_IF_ERROR(conn->ExecScript(synchronous.c_str(), "synchronous"));
