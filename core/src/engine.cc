@@ -204,7 +204,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
   Impl* i = impl.get();
   // spec.md §9: engines sharing a store agree on the retention defaults.
   // First, so that a refused engine has written nothing.
-  if (i->caps.engine_registry) {
+  if (i->caps.engine_registry && !i->caps.read_only) {
     auto reg = i->store->RegisterEngine(internal::EngineDefaultsOf(options));
     if (reg) {
       i->registration = std::move(*reg);
@@ -222,7 +222,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
   // row is an orphan of a dead process. A shared store reclaims only expired
   // leases, which ordinary maintenance does. In chunks of maintenance_batch,
   // one transaction each, so no body grows with the backlog.
-  if (i->caps.exclusive) {
+  // A read-only open (StoreCapabilities::read_only) inspects data another
+  // process may own: its locks are live leases, not orphans.
+  if (i->caps.exclusive && !i->caps.read_only) {
     std::vector<QueueRecord> queues;
     Status s = i->Read(CallOptions{}, [&](StoreTxn& txn) -> Status {
       MQLITE_ASSIGN_OR_RETURN(queues, txn.ListQueues());
@@ -244,7 +246,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
     MQLITE_ASSIGN_OR_RETURN(i->feed,
                             i->store->Subscribe([i](int64_t queue_id) { i->WakeQueue(queue_id); }));
   }
-  if (options.background_maintenance) i->maintainer->Start();
+  if (options.background_maintenance && !i->caps.read_only) i->maintainer->Start();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

@@ -227,6 +227,38 @@ Result<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path,
   return lock;
 }
 
+Result<std::unique_ptr<FileLock>> FileLock::ForReading(const std::string& path) {
+  if (path.empty()) return Status::InvalidArgument("database path is empty");
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) == nullptr) {
+    if (errno == ENOENT) {
+      return Status::NotFound("database '" + path + "' does not exist (nothing to inspect)");
+    }
+    return OsErrorStatus(errno, "cannot inspect database '" + path + "'");
+  }
+  const std::string canonical(buf);
+  std::lock_guard<std::mutex> registry(RegistryMu());
+  struct stat st;
+  if (::stat(canonical.c_str(), &st) != 0) {
+    return OsErrorStatus(errno, "cannot inspect database '" + canonical + "'");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument("database path '" + canonical + "' is not a regular file");
+  }
+  if (IsHeld(st)) {
+    return Status::DbLocked("database '" + canonical +
+                            "' is open by an engine (or an inspection) in this process: inspect "
+                            "it through that engine");
+  }
+  std::unique_ptr<FileLock> lock(new FileLock());
+  lock->canonical_ = canonical;
+  lock->dev_ = static_cast<uint64_t>(st.st_dev);
+  lock->ino_ = static_cast<uint64_t>(st.st_ino);
+  Held().insert({lock->dev_, lock->ino_});
+  lock->registered_ = true;
+  return lock;
+}
+
 void FileLock::Abandon(std::unique_ptr<FileLock> lock) {
   if (!lock) return;
   // Deleted while both locks are still held.

@@ -59,6 +59,18 @@ class FileLock {
   // A refused Acquire leaves no file behind that did not exist before.
   static Result<std::unique_ptr<FileLock>> Acquire(const std::string& path,
                                                    const std::vector<std::string>& companions = {});
+  // For a read-only open that inspects a store another process may be
+  // running (docs/cli.md "Inspecting a running application"): takes neither
+  // lock — the owner keeps running, and may start while this is held — and
+  // only enters the file in this process's registry, so no engine of this
+  // process opens it (or a second descriptor on it) meanwhile. The file must
+  // exist. Errors, each naming the file:
+  //   NotFound         no such file
+  //   DbLocked         an engine of this process holds it (inspect it
+  //                    through that engine), or another inspection does
+  //   InvalidArgument  empty path, a directory or non-regular file
+  //   Unavailable      anything else the OS reports
+  static Result<std::unique_ptr<FileLock>> ForReading(const std::string& path);
   // Releases both locks. REQUIRES: the store library's handles on the file
   // are closed (see above).
   ~FileLock();

@@ -88,6 +88,14 @@ struct StoreCapabilities {
   // refused unless its retention defaults are those of the live engines
   // already using it (spec.md §9).
   bool engine_registry = false;
+  // Opened for inspection only (SqliteOptions::read_only,
+  // LmdbOptions::read_only): the store takes no exclusive lock, so the
+  // process that owns the data keeps running; Run(kWrite) refuses with
+  // InvalidArgument, having done nothing. An engine on such a store skips
+  // registration, recovery at open and background maintenance (it owns
+  // nothing to recover), so it only reads: ListQueues, GetQueue, Peek,
+  // PeekDeadLetters, Stats. Every Read sees the latest commit.
+  bool read_only = false;
 };
 
 // What happens to the space that deletes free (spec.md §1 "Space reclaim",

@@ -1080,6 +1080,10 @@ class LmdbStore final : public Store {
         page_size_(page_size),
         last_seq_(last_seq) {}
   ~LmdbStore() override {
+    if (options_.read_only) {
+      mdb_env_close(env_);  // nothing of ours to sync
+      return;
+    }
     // A clean close leaves everything on disk at every durability (normal
     // and process_only skip some syncs per commit; this makes up for them).
     // Best effort: a destructor has no one to tell, and the commits are in
@@ -1095,12 +1099,18 @@ class LmdbStore final : public Store {
     c.crash_model = "process";
     c.name = "lmdb";
     c.write_concurrency = 1;
+    c.read_only = options_.read_only;
     return c;
   }
 
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
     if (kind == TxnKind::kRead) return RunRead(body);
+    if (options_.read_only) {
+      return Status::InvalidArgument("LMDB store " + dir_ +
+                                     " was opened read-only (for inspection): writes need an "
+                                     "ordinary open, which takes its exclusive lock");
+    }
     MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the LMDB writer"));
     struct Release {
       RunGate* gate;
@@ -1187,9 +1197,21 @@ class LmdbStore final : public Store {
   Status RunRead(const std::function<Status(StoreTxn&)>& body) {
     std::shared_lock<std::shared_mutex> resize(resize_mu_);
     MDB_txn* txn = nullptr;
-    if (int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn); rc != 0) {
-      return LmdbStatus(rc, "LMDB store " + dir_ + ": begin a read transaction");
+    int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+    if (rc == MDB_MAP_RESIZED && options_.read_only) {
+      // The owning process grew the map: adopt its size (no transaction of
+      // this environment is open while resize_mu_ is held exclusively).
+      resize.unlock();
+      {
+        std::unique_lock<std::shared_mutex> exclusive(resize_mu_);
+        if (int r = mdb_env_set_mapsize(env_, 0); r != 0) {
+          return LmdbStatus(r, "LMDB store " + dir_ + ": follow the owner's map growth");
+        }
+      }
+      resize.lock();
+      rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
     }
+    if (rc != 0) return LmdbStatus(rc, "LMDB store " + dir_ + ": begin a read transaction");
     Status s;
     {
       LmdbTxn t(this, txn, /*read_only=*/true);
@@ -1297,9 +1319,9 @@ struct EnvCloser {
 };
 
 Status OpenDbis(MDB_env* env, const std::string& dir, std::array<MDB_dbi, kDbCount>* dbis,
-                int64_t* last_seq) {
+                int64_t* last_seq, bool read_only = false) {
   MDB_txn* txn = nullptr;
-  if (int rc = mdb_txn_begin(env, nullptr, 0, &txn); rc != 0) {
+  if (int rc = mdb_txn_begin(env, nullptr, read_only ? MDB_RDONLY : 0, &txn); rc != 0) {
     return LmdbStatus(rc, "LMDB store " + dir + ": begin the opening transaction");
   }
   auto fail = [&](Status s) {
@@ -1310,6 +1332,11 @@ Status OpenDbis(MDB_env* env, const std::string& dir, std::array<MDB_dbi, kDbCou
   int rc = mdb_dbi_open(txn, DbName(kMeta), 0, &meta);
   const bool fresh = rc == MDB_NOTFOUND;
   if (rc != 0 && !fresh) return fail(LmdbStatus(rc, "LMDB store " + dir + ": open mqlite/meta"));
+  if (fresh && read_only) {
+    return fail(Status::InvalidArgument("LMDB store " + dir +
+                                        ": the environment holds no mqlite schema: nothing to "
+                                        "inspect"));
+  }
   if (fresh) {
     // A new environment, or one holding someone else's data: refuse the
     // latter rather than mix our sub-databases into it.
@@ -1382,6 +1409,65 @@ Status OpenDbis(MDB_env* env, const std::string& dir, std::array<MDB_dbi, kDbCou
   return Status::OK();
 }
 
+// The store over an opened environment (which it then owns).
+Result<std::unique_ptr<Store>> Adopt(std::unique_ptr<FileLock> lock, EnvCloser* env,
+                                     const std::array<MDB_dbi, kDbCount>& dbis,
+                                     const std::string& dir, const LmdbOptions& options,
+                                     int64_t last_seq) {
+  MDB_envinfo info{};
+  MDB_stat stat{};
+  mdb_env_info(env->env, &info);
+  mdb_env_stat(env->env, &stat);
+  LmdbStore* store = new LmdbStore(std::move(lock), env->env, dbis, dir, options,
+                                   static_cast<int64_t>(info.me_mapsize),
+                                   static_cast<int64_t>(stat.ms_psize), last_seq);
+  env->env = nullptr;  // the store owns it now
+  return std::unique_ptr<Store>(store);
+}
+
+// LmdbOptions::read_only: MDB_RDONLY on an existing environment, registered
+// in this process (FileLock::ForReading: LMDB must never be opened twice in
+// one process) but not locked, so its owner keeps running.
+Result<std::unique_ptr<Store>> OpenReadOnly(const LmdbOptions& options) {
+  const std::string& dir = options.dir;
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return Status::NotFound("LMDB store " + dir + " does not exist (nothing to inspect)");
+    }
+    return OsErrorStatus(errno, "LMDB store " + dir + ": stat");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument("LMDB store " + dir + ": not a directory");
+  }
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::ForReading(dir + "/data.mdb"));
+  const std::string data = lock->canonical_path();
+  if (::stat(data.c_str(), &st) == 0 && st.st_size == 0) {
+    // Never written (MDB_RDONLY cannot read a meta page that is not there).
+    return Status::InvalidArgument("LMDB store " + dir +
+                                   ": data.mdb is empty, so it holds no mqlite schema: nothing to "
+                                   "inspect");
+  }
+  const std::string canonical_dir = data.substr(0, data.rfind('/'));
+  EnvCloser env;
+  if (int rc = mdb_env_create(&env.env); rc != 0) {
+    return LmdbStatus(rc, "LMDB store " + dir + ": mdb_env_create");
+  }
+  mdb_env_set_maxdbs(env.env, kMaxDbs);
+  // MDB_RDONLY maps at least the size the owner last committed.
+  const unsigned flags = MDB_RDONLY | MDB_NOTLS;  // MDB_NOTLS as for the owner (EnvFlagsFor)
+  if (int rc = mdb_env_open(env.env, canonical_dir.c_str(), flags, 0644); rc != 0) {
+    if (rc == MDB_INVALID) {
+      return Status::Corruption("LMDB store " + dir + ": data.mdb is not an LMDB environment");
+    }
+    return LmdbStatus(rc, "LMDB store " + dir + ": mdb_env_open (read-only)");
+  }
+  std::array<MDB_dbi, kDbCount> dbis{};
+  int64_t last_seq = 0;
+  MQLITE_RETURN_IF_ERROR(OpenDbis(env.env, dir, &dbis, &last_seq, /*read_only=*/true));
+  return Adopt(std::move(lock), &env, dbis, dir, options, last_seq);
+}
+
 Result<std::unique_ptr<Store>> Open(const LmdbOptions& options) {
   if (options.dir.empty()) return Status::InvalidArgument("LmdbOptions.dir is empty");
   if (DurabilityName(options.durability) == "unknown") {
@@ -1395,6 +1481,7 @@ Result<std::unique_ptr<Store>> Open(const LmdbOptions& options) {
         std::to_string(options.initial_map_bytes) + " and " +
         std::to_string(options.max_map_bytes) + ")");
   }
+  if (options.read_only) return OpenReadOnly(options);
   const std::string& dir = options.dir;
   struct stat st{};
   bool created_dir = false;
@@ -1462,15 +1549,7 @@ Result<std::unique_ptr<Store>> Open(const LmdbOptions& options) {
     env.env = nullptr;
     return refuse(s);
   }
-  MDB_envinfo info{};
-  MDB_stat stat{};
-  mdb_env_info(env.env, &info);
-  mdb_env_stat(env.env, &stat);
-  LmdbStore* store = new LmdbStore(std::move(lock), env.env, dbis, dir, options,
-                                   static_cast<int64_t>(info.me_mapsize),
-                                   static_cast<int64_t>(stat.ms_psize), last_seq);
-  env.env = nullptr;  // the store owns it now
-  return std::unique_ptr<Store>(store);
+  return Adopt(std::move(lock), &env, dbis, dir, options, last_seq);
 }
 
 }  // namespace

@@ -1225,8 +1225,9 @@ class SqliteTxn final : public StoreTxn {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(std::unique_ptr<FileLock> lock, std::unique_ptr<Conn> conn, int64_t seq_reserved)
-      : lock_(std::move(lock)), conn_(std::move(conn)) {
+  SqliteStore(std::unique_ptr<FileLock> lock, std::unique_ptr<Conn> conn, int64_t seq_reserved,
+              bool read_only = false)
+      : read_only_(read_only), lock_(std::move(lock)), conn_(std::move(conn)) {
     // Every seq up to the reservation may have been handed out before.
     state_.seqs.next = seq_reserved + 1;
     state_.seqs.reserved = seq_reserved;
@@ -1242,6 +1243,7 @@ class SqliteStore final : public Store {
     c.native_handle_type = kHandleType;
     c.crash_model = "process";
     c.name = "sqlite";
+    c.read_only = read_only_;
     return c;
   }
 
@@ -1249,7 +1251,10 @@ class SqliteStore final : public Store {
   // promptly — having done nothing — when the caller cancels (SPEC §10).
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
+    if (read_only_ && kind == TxnKind::kWrite) return RefuseWrite();
     MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the SQLite writer"));
+    // Another process owns the data: queue records may change under us.
+    if (read_only_) state_.queues.clear();
     Status s = RunLocked(kind, body);
     gate_.Release(RunGate::Mode::kExclusive);
     return s;
@@ -1257,6 +1262,7 @@ class SqliteStore final : public Store {
 
   // spec.md §1 "Space reclaim": between transactions, on the writer.
   Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
+    if (read_only_) return RefuseWrite();
     MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the SQLite writer"));
     Result<int64_t> freed = SqliteTxn(conn_.get(), &state_).IncrementalVacuum(budget);
     gate_.Release(RunGate::Mode::kExclusive);
@@ -1283,6 +1289,13 @@ class SqliteStore final : public Store {
     return s;
   }
 
+  Status RefuseWrite() const {
+    return Status::InvalidArgument("database '" + std::string(sqlite3_db_filename(conn_->db(), "main")) +
+                                   "' was opened read-only (for inspection): writes need an "
+                                   "ordinary open, which takes its exclusive lock");
+  }
+
+  const bool read_only_;
   RunGate gate_;
   StoreState state_;
   std::unique_ptr<FileLock> lock_;
@@ -1319,22 +1332,30 @@ Result<std::optional<std::string>> ReadSchemaToken(Conn* conn) {
   return std::optional<std::string>(v.ColBytes(0));
 }
 
-// Opens the connection on a file `lock` holds and brings it to this build's
-// schema. Every check that can refuse the file (not SQLite, another schema
-// token, foreign mqlite_ tables) runs before the first statement that writes
-// (journal_mode, auto_vacuum, the DDL), so a refused file is left unchanged.
-Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const std::string& path) {
+// One connection (SQLITE_OPEN_NOMUTEX: the store serialises its use) with
+// extended result codes and a busy timeout: only non-mqlite connections, or
+// an inspected store's owner checkpointing, can contend.
+Result<std::unique_ptr<Conn>> Connect(const std::string& path, int flags, const char* what) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    Status s = ToStatus(rc, db, "open");
+    Status s = ToStatus(rc, db, what);
     sqlite3_close_v2(db);
     return s;
   }
   auto conn = std::make_unique<Conn>(db);
   sqlite3_extended_result_codes(db, 1);
-  sqlite3_busy_timeout(db, 5000);  // only other, non-mqlite connections can contend
+  sqlite3_busy_timeout(db, 5000);
+  return conn;
+}
+
+// Opens the connection on a file `lock` holds and brings it to this build's
+// schema. Every check that can refuse the file (not SQLite, another schema
+// token, foreign mqlite_ tables) runs before the first statement that writes
+// (journal_mode, auto_vacuum, the DDL), so a refused file is left unchanged.
+Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const std::string& path) {
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn,
+                          Connect(path, SQLITE_OPEN_READWRITE, "open"));
 
   MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> token, ReadSchemaToken(conn.get()));
   if (token && *token != kSqliteSchemaToken) {
@@ -1396,8 +1417,37 @@ Result<int64_t> ReadSeqReserved(Conn* conn) {
 
 }  // namespace internal
 
+namespace internal {
+namespace {
+
+// SqliteOptions::read_only: an existing mqlite database, opened
+// SQLITE_OPEN_READONLY without the file lock. Nothing is written: no pragma
+// that changes the file, no schema. The WAL reader needs the -shm the owner
+// keeps (or creates it when nobody has the file open; SQLite >= 3.22).
+Result<std::unique_ptr<Store>> OpenReadOnly(const SqliteOptions& options) {
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::ForReading(options.path));
+  const std::string& path = lock->canonical_path();
+  MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<Conn> conn,
+                          Connect(path, SQLITE_OPEN_READONLY, "open read-only"));
+  MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> token, ReadSchemaToken(conn.get()));
+  if (!token) {
+    return Status::InvalidArgument("database '" + path +
+                                   "' holds no mqlite schema: nothing to inspect");
+  }
+  if (*token != kSqliteSchemaToken) {
+    return Status::SchemaVersionMismatch("database '" + path + "' has schema version '" + *token +
+                                         "'; this build reads only '" + kSqliteSchemaToken + "'");
+  }
+  return std::unique_ptr<Store>(
+      new SqliteStore(std::move(lock), std::move(conn), /*seq_reserved=*/0, /*read_only=*/true));
+}
+
+}  // namespace
+}  // namespace internal
+
 Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
   if (options.path.empty()) return Status::InvalidArgument("SqliteOptions.path is empty");
+  if (options.read_only) return internal::OpenReadOnly(options);
   if (DurabilityName(options.durability) == "unknown") {
     return Status::InvalidArgument("SqliteOptions.durability is not kNormal, kFull or kProcessOnly");
   }

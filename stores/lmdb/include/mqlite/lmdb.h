@@ -23,6 +23,14 @@ struct LmdbOptions {
   Durability durability = Durability::kNormal;  // MDB_NOMETASYNC; kFull: sync; kProcessOnly: MDB_NOSYNC
   int64_t initial_map_bytes = int64_t{64} << 20;  // grown by doubling on MDB_MAP_FULL ...
   int64_t max_map_bytes = int64_t{64} << 30;      // ... up to this cap; then StoreFull
+  // Inspection (StoreCapabilities::read_only): MDB_RDONLY on an existing
+  // mqlite environment, taking no lock, so the application that owns it
+  // keeps running (and may start meanwhile); each read is a fresh read
+  // transaction, so it sees the last commit, and follows the owner's map
+  // growth. Writes are refused (InvalidArgument); a missing environment is
+  // NotFound; durability and map sizes are ignored. lock.mdb must be
+  // writable (LMDB registers readers there). docs/lmdb-store.md, "Inspecting".
+  bool read_only = false;
 };
 
 extern const char* const kLmdbSchemaToken;  // written and accepted by this build (SPEC §10)

@@ -20,6 +20,12 @@ class TxContext;
 struct SqliteOptions {
   std::string path;  // the database file; created if missing
   Durability durability = Durability::kNormal;  // synchronous=NORMAL / FULL / OFF (kProcessOnly)
+  // Inspection (StoreCapabilities::read_only): a read-only WAL reader on an
+  // existing mqlite database, taking no lock, so the application that owns
+  // it keeps running (and may start meanwhile). Each read sees the last
+  // commit. Writes are refused (InvalidArgument); a missing file is
+  // NotFound; durability is ignored. docs/sqlite-store.md, "Inspecting".
+  bool read_only = false;
 };
 
 // The schema version token this build writes and accepts (SPEC §10).
