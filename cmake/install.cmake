@@ -10,6 +10,7 @@
 # Adding a component (a store, the TCK) is ONE line at the bottom of this file:
 #   mqlite_install_component(<name> TARGET <target> INCLUDE_DIR <dir>
 #                            [DEPENDENCIES <find_package names>...]
+#                            [REQUIRES <mqlite components>...]
 #                            [FIND_MODULES <Find*.cmake files>...])
 # The call is a no-op when <target> was not built, so it needs no if().
 # DEPENDENCIES are the packages the consumer must find for the component's
@@ -26,13 +27,13 @@ mark_as_advanced(MQLITE_INSTALL_CMAKEDIR)
 
 # Every component name mqlite knows, built or not: the config uses it to tell
 # "not built in this installation" apart from "no such component".
-set(MQLITE_KNOWN_COMPONENTS core sqlite memory lmdb postgres tck)
+set(MQLITE_KNOWN_COMPONENTS core sqlite memory lmdb postgres tck open)
 
 set_property(GLOBAL PROPERTY MQLITE_INSTALLED_COMPONENTS "")
 set_property(GLOBAL PROPERTY MQLITE_COMPONENT_DEPENDENCY_LINES "")
 
 function(mqlite_install_component name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TARGET;INCLUDE_DIR" "DEPENDENCIES;FIND_MODULES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "TARGET;INCLUDE_DIR" "DEPENDENCIES;REQUIRES;FIND_MODULES")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "mqlite_install_component(${name}): unexpected ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -71,8 +72,9 @@ function(mqlite_install_component name)
 
   set_property(GLOBAL APPEND PROPERTY MQLITE_INSTALLED_COMPONENTS ${name})
   list(JOIN arg_DEPENDENCIES " " deps)
+  list(JOIN arg_REQUIRES " " requires)
   set_property(GLOBAL APPEND_STRING PROPERTY MQLITE_COMPONENT_DEPENDENCY_LINES
-    "set(_mqlite_${name}_dependencies ${deps})\n")
+    "set(_mqlite_${name}_dependencies ${deps})\nset(_mqlite_${name}_requires ${requires})\n")
 endfunction()
 
 # ---- Components: one line each ----------------------------------------------
@@ -84,6 +86,9 @@ mqlite_install_component(memory   TARGET mqlite_memory   INCLUDE_DIR stores/memo
 mqlite_install_component(tck      TARGET mqlite_tck      INCLUDE_DIR tck/include            DEPENDENCIES GTest Threads)
 mqlite_install_component(lmdb     TARGET mqlite_lmdb     INCLUDE_DIR stores/lmdb/include    DEPENDENCIES LMDB FIND_MODULES cmake/FindLMDB.cmake)
 mqlite_install_component(postgres TARGET mqlite_postgres INCLUDE_DIR stores/postgres/include DEPENDENCIES PostgreSQL Threads)
+# mqlite::open links every store this build has (open/CMakeLists.txt), so the
+# config loads those components before it.
+mqlite_install_component(open     TARGET mqlite_open     INCLUDE_DIR open/include           REQUIRES ${MQLITE_OPEN_STORES})
 
 # ---- Package config and version ---------------------------------------------
 get_property(MQLITE_INSTALLED_COMPONENTS GLOBAL PROPERTY MQLITE_INSTALLED_COMPONENTS)

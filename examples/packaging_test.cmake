@@ -33,7 +33,8 @@ if(MODE STREQUAL "install")
   run_checked("${CMAKE_COMMAND_PATH}" --install "${BUILD_DIR}" --prefix "${PREFIX}" ${config_args})
   foreach(f
       include/mqlite/status.h include/mqlite/clock.h include/mqlite/types.h
-      include/mqlite/store.h include/mqlite/engine.h include/mqlite/sqlite.h)
+      include/mqlite/store.h include/mqlite/engine.h include/mqlite/sqlite.h
+      include/mqlite/open.h)
     if(NOT EXISTS "${PREFIX}/${f}")
       message(FATAL_ERROR "packaging: ${PREFIX}/${f} was not installed")
     endif()
