@@ -649,7 +649,10 @@ TEST_F(PgStoreTest, Spec10_AServerRestartMidWorkloadLosesNothingAndAppliesNothin
   auto opened = Engine::Open(std::move(*store), {});
   ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
   Engine& e = **opened;
-  MQ_ASSERT_OK(e.CreateQueue({.name = "q", .dedup_window_ms = 600'000}).status());
+  // A short lease: a Receive whose reply the restart cut may have claimed
+  // messages that then stay locked until their lease runs out (§7.1).
+  MQ_ASSERT_OK(
+      e.CreateQueue({.name = "q", .lock_duration_ms = 1000, .dedup_window_ms = 600'000}).status());
 
   constexpr int kMessages = 300;
   std::mutex mu;
@@ -686,7 +689,12 @@ TEST_F(PgStoreTest, Spec10_AServerRestartMidWorkloadLosesNothingAndAppliesNothin
         continue;
       }
       if (got->empty()) {
-        if (!sending.load()) return;
+        // Done when the producer is and nothing is left — not at the first
+        // empty receive, which messages under a cut Receive's lease also give.
+        if (!sending.load()) {
+          auto st = e.Stats("q");
+          if (st.ok() && st->total == 0) return;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         continue;
       }
