@@ -3,16 +3,15 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <iterator>
 #include <limits>
 
 namespace mqlite::cli {
 namespace {
 
-// Every flag, and whether it takes a value.
-const std::map<std::string, bool>& FlagTable() {
+// Every flag but the global ones, and whether it takes a value.
+const std::map<std::string, bool>& CommandFlags() {
   static const std::map<std::string, bool> table = {
-      // global
-      {"store", true}, {"json", false}, {"timeout", true}, {"help", false}, {"version", false},
       // send
       {"body", true}, {"file", true}, {"property", true}, {"group", true}, {"delay", true},
       {"priority", true}, {"ttl", true}, {"message-id", true}, {"subject", true},
@@ -38,9 +37,19 @@ const std::map<std::string, bool>& FlagTable() {
   return table;
 }
 
-const std::set<std::string>& GlobalFlags() {
-  static const std::set<std::string> g = {"store", "json", "timeout", "help", "version"};
+// The flags every command takes.
+const std::map<std::string, bool>& GlobalFlags() {
+  static const std::map<std::string, bool> g = {
+      {"store", true}, {"json", false}, {"timeout", true}, {"help", false}, {"version", false}};
   return g;
+}
+
+// Whether --name takes a value; nullopt for no such flag.
+std::optional<bool> TakesValue(const std::string& name) {
+  for (const auto* table : {&GlobalFlags(), &CommandFlags()}) {
+    if (auto it = table->find(name); it != table->end()) return it->second;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -68,9 +77,9 @@ Args Args::Parse(int argc, char** argv) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    auto it = FlagTable().find(name);
-    if (it == FlagTable().end()) throw UsageError{fmt::format("unknown option '--{}'", name), ""};
-    if (it->second) {
+    const std::optional<bool> takes_value = TakesValue(name);
+    if (!takes_value) throw UsageError{fmt::format("unknown option '--{}'", name), ""};
+    if (*takes_value) {
       if (!value) {
         if (i + 1 >= argc) throw UsageError{fmt::format("--{} needs a value", name), ""};
         value = argv[++i];
@@ -95,9 +104,7 @@ void Args::Allow(const std::string& command, const std::set<std::string>& allowe
 std::optional<std::string> Args::Get(const std::string& flag) const {
   auto [b, e] = flags_.equal_range(flag);
   if (b == e) return std::nullopt;
-  std::optional<std::string> last;
-  for (auto it = b; it != e; ++it) last = it->second;
-  return last;
+  return std::prev(e)->second;  // a multimap keeps equal keys in insertion order
 }
 
 std::vector<std::string> Args::All(const std::string& flag) const {

@@ -94,23 +94,19 @@ void JsonObject::Key(std::string_view key) {
 }
 
 JsonObject& JsonObject::Str(std::string_view key, std::string_view v) {
-  if (!IsUtf8(v)) return Bytes(key, std::string(v));
-  Key(key);
-  out_ += JsonQuote(v);
-  return *this;
-}
-
-JsonObject& JsonObject::Bytes(std::string_view key, const std::optional<std::string>& v) {
-  if (!v) return Null(key);
-  if (IsUtf8(*v)) {
+  if (IsUtf8(v)) {
     Key(key);
-    out_ += JsonQuote(*v);
+    out_ += JsonQuote(v);
     return *this;
   }
   Null(key);
   Key(std::string(key) + "_base64");
-  out_ += JsonQuote(Base64(*v));
+  out_ += JsonQuote(Base64(v));
   return *this;
+}
+
+JsonObject& JsonObject::Bytes(std::string_view key, const std::optional<std::string>& v) {
+  return v ? Str(key, *v) : Null(key);
 }
 
 JsonObject& JsonObject::Int(std::string_view key, int64_t v) {

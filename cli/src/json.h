@@ -18,9 +18,10 @@ std::string JsonQuote(std::string_view s);  // "..." with JSON escapes; s must b
 
 class JsonObject {
  public:
+  // A value that is not UTF-8 is written as `key_base64` instead of `key`
+  // (and `key` is null).
   JsonObject& Str(std::string_view key, std::string_view v);
-  // null when absent. A value that is not UTF-8 is written as
-  // `key_base64` instead of `key` (and `key` is null).
+  // Str, or null when absent.
   JsonObject& Bytes(std::string_view key, const std::optional<std::string>& v);
   JsonObject& Int(std::string_view key, int64_t v);
   JsonObject& Bool(std::string_view key, bool v);

@@ -82,7 +82,7 @@ std::string Human(int64_t ms) {
 }
 
 // A body or field for a table cell: printable ASCII kept, the rest escaped,
-// cut at `width` with "…".
+// cut at `width` with "~".
 std::string Cell(std::string_view s, size_t width) {
   std::string out;
   for (unsigned char c : s) {
@@ -142,7 +142,7 @@ std::string ConfigJson(const QueueConfig& c) {
 
 // Peek output never holds a lock token (SPEC §6); Receive's does, for the
 // receiver that owns the lease.
-std::string MessageJson(const Message& m, bool with_token) {
+JsonObject MessageJson(const Message& m, bool with_token) {
   JsonObject o;
   o.Int("seq", m.seq)
       .Str("queue", m.queue)
@@ -170,10 +170,10 @@ std::string MessageJson(const Message& m, bool with_token) {
   o.Bytes("dead_letter_reason", m.dead_letter_reason)
       .Bytes("dead_letter_description", m.dead_letter_description)
       .Int("dead_lettered_at", m.dead_lettered_at);
-  return o.Done();
+  return o;
 }
 
-std::string StatsJson(const std::string& queue, const QueueStats& s) {
+JsonObject StatsJson(const std::string& queue, const QueueStats& s) {
   return JsonObject()
       .Str("queue", queue)
       .Int("active", s.active)
@@ -183,8 +183,7 @@ std::string StatsJson(const std::string& queue, const QueueStats& s) {
       .Int("dead_lettered", s.dead_lettered)
       .Int("total", s.total)
       .Int("body_bytes", s.body_bytes)
-      .Int("oldest_claimable_age_ms", s.oldest_claimable_age_ms)
-      .Done();
+      .Int("oldest_claimable_age_ms", s.oldest_claimable_age_ms);
 }
 
 // ---- The failure path -----------------------------------------------------
@@ -442,9 +441,9 @@ int Cli::Stats() {
     for (const std::string& n : names) {
       const QueueStats s = Must(engine().Stats(n, Call()));
       if (json_) {
-        std::string line = StatsJson(n, s);
-        if (watch) line = line.substr(0, line.size() - 1) + fmt::format(",\"at\":{}}}", now_ms);
-        Line(line);
+        JsonObject line = StatsJson(n, s);
+        if (watch) line.Int("at", now_ms);
+        Line(line.Done());
       } else {
         t.Add({n, std::to_string(s.active), std::to_string(s.locked), std::to_string(s.deferred),
                std::to_string(s.scheduled), std::to_string(s.dead_lettered),
@@ -505,7 +504,7 @@ int Cli::Peek(const std::string& command, std::optional<MessageState> forced_sta
     if (last) break;
   }
   if (json_) {
-    for (const Message& m : all) Line(MessageJson(m, /*with_token=*/false));
+    for (const Message& m : all) Line(MessageJson(m, /*with_token=*/false).Done());
     return 0;
   }
   if (forced_state == MessageState::kDeadLettered) {
@@ -617,9 +616,7 @@ int Cli::Receive() {
     const std::string did = outcome[i].ok() ? action : "settle failed";
     if (!outcome[i].ok() && first_error.ok()) first_error = outcome[i];
     if (json_) {
-      std::string line = MessageJson(m, left_locked);
-      line = line.substr(0, line.size() - 1) + ",\"action\":" + JsonQuote(did) + "}";
-      Line(line);
+      Line(MessageJson(m, left_locked).Str("action", did).Done());
     } else {
       fmt::print("seq {}  deliveries {}  {}{}\n", m.seq, m.delivery_count, did,
                  left_locked ? fmt::format(" until {}  token {}", Iso(m.locked_until),

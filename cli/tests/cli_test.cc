@@ -306,6 +306,7 @@ TEST_F(CliTest, ReceiveSettlesAsAskedAndPeekNeverShowsTokens) {
   EXPECT_FALSE(Has(left.out, "lock_token")) << left.out;
   Outcome empty = On({"--json", "receive", "other"});
   EXPECT_RUN(empty, 1);
+  EXPECT_TRUE(Has(empty.err, R"({"error":{"code":"QueueNotFound",)")) << empty.err;
   Ok({"queue", "create", "other"});
   Outcome nothing = On({"receive", "other", "--wait", "50ms"});
   EXPECT_RUN(nothing, 0);
@@ -468,7 +469,9 @@ TEST_F(CliTest, InspectionNeverCreatesAStore) {
   EXPECT_TRUE(Has(missing.err, "NotFound")) << missing.err;
   EXPECT_FALSE(fs::exists(dir_ + "/q.db"));
   url_ = "lmdb:" + dir_ + "/env";
-  EXPECT_RUN(On({"peek", "jobs"}), 1);
+  Outcome no_env = On({"peek", "jobs"});
+  EXPECT_RUN(no_env, 1);
+  EXPECT_TRUE(Has(no_env.err, "NotFound")) << no_env.err;
   EXPECT_FALSE(fs::exists(dir_ + "/env"));
 }
 

@@ -196,6 +196,12 @@ Status CheckOrderingChange(const QueueConfig& stored, const QueueConfig& request
                                  " while the queue holds messages");
 }
 
+Status ReadOnlyWriteRefused(std::string_view store) {
+  return Status::InvalidArgument(std::string(store) +
+                                 " was opened read-only (for inspection): writes need an ordinary "
+                                 "open, which takes its exclusive lock");
+}
+
 Status CheckAgreedDefaults(const EngineDefaults& mine, const EngineDefaults& live) {
   auto text = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("unbounded"); };
   const RetentionBounds& a = mine.dlq_retention;

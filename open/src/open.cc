@@ -74,7 +74,8 @@ const std::vector<SchemeInfo>& Schemes() {
   return schemes;
 }
 
-std::string Join(const std::vector<std::string>& v) {
+template <typename Strings>
+std::string Join(const Strings& v) {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
   return s.empty() ? "(none)" : s;
@@ -289,10 +290,8 @@ Result<StoreUrl> ParseStoreUrl(std::string_view url) {
     Result<std::string> value = PercentDecode(item.substr(eq + 1), "parameter " + *name);
     if (!value.ok()) return value.status();
     if (info->params.count(*name) == 0) {
-      std::string known;
-      for (const std::string& p : info->params) known += (known.empty() ? "" : ", ") + p;
       return Status::InvalidArgument("store URL: unknown " + scheme + " parameter '" + *name +
-                                     "' (known: " + known + ")");
+                                     "' (known: " + Join(info->params) + ")");
     }
     if (out.params.count(*name) != 0) {
       return Status::InvalidArgument("store URL: parameter '" + *name + "' given twice");

@@ -264,6 +264,10 @@ Status CheckClaimRequest(const ClaimRequest& req);
 // the store (`live`); otherwise InvalidArgument naming every EngineOptions
 // field that differs with both values, and what to do about it.
 Status CheckAgreedDefaults(const EngineDefaults& mine, const EngineDefaults& live);
+// What a store opened read-only (StoreCapabilities::read_only) answers a
+// write — Run(kWrite), ReclaimSpace — with: InvalidArgument naming `store`
+// ("database '/x/q.db'", "LMDB store /x/env") and what a write needs.
+Status ReadOnlyWriteRefused(std::string_view store);
 
 // SPEC §6 retention (StoreTxn::EnforceRetention). Walk the queue's dead
 // letters oldest dead_lettered_at first, delete each one Evict() accepts, and

@@ -1106,11 +1106,7 @@ class LmdbStore final : public Store {
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
     if (kind == TxnKind::kRead) return RunRead(body);
-    if (options_.read_only) {
-      return Status::InvalidArgument("LMDB store " + dir_ +
-                                     " was opened read-only (for inspection): writes need an "
-                                     "ordinary open, which takes its exclusive lock");
-    }
+    if (options_.read_only) return ReadOnlyWriteRefused("LMDB store " + dir_);
     MQLITE_RETURN_IF_ERROR(gate_.Acquire(RunGate::Mode::kExclusive, options, "the LMDB writer"));
     struct Release {
       RunGate* gate;
@@ -1179,6 +1175,7 @@ class LmdbStore final : public Store {
   // left by dead processes, which would otherwise pin old pages forever.
   Result<int64_t> ReclaimSpace(const RunOptions& options, int64_t budget) override {
     (void)options, (void)budget;
+    if (options_.read_only) return ReadOnlyWriteRefused("LMDB store " + dir_);
     int dead = 0;
     mdb_reader_check(env_, &dead);
     return int64_t{0};

@@ -1290,9 +1290,8 @@ class SqliteStore final : public Store {
   }
 
   Status RefuseWrite() const {
-    return Status::InvalidArgument("database '" + std::string(sqlite3_db_filename(conn_->db(), "main")) +
-                                   "' was opened read-only (for inspection): writes need an "
-                                   "ordinary open, which takes its exclusive lock");
+    return ReadOnlyWriteRefused("database '" + std::string(sqlite3_db_filename(conn_->db(), "main")) +
+                                "'");
   }
 
   const bool read_only_;
@@ -1412,13 +1411,6 @@ Result<int64_t> ReadSeqReserved(Conn* conn) {
   }
   return static_cast<int64_t>(n);
 }
-
-}  // namespace
-
-}  // namespace internal
-
-namespace internal {
-namespace {
 
 // SqliteOptions::read_only: an existing mqlite database, opened
 // SQLITE_OPEN_READONLY without the file lock. Nothing is written: no pragma
