@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev googletest           # tests, TCK
   libbenchmark-dev                               # bench/
   libfmt-dev
+  nlohmann-json3-dev                             # mqlite/json_codec.h: tests, examples
   liblmdb-dev                                    # LMDB store
   libpq-dev postgresql                           # PostgreSQL store and its test cluster
 )

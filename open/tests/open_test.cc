@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "mqlite/engine.h"
+#include "pg_server_url.h"
 
 #ifdef MQLITE_OPEN_TEST_POSTGRES
 #include <libpq-fe.h>
@@ -334,28 +335,8 @@ TEST(OpenStoreUrlTest, PostgresErrorsHideThePassword) {
       << s.status().ToString();
 }
 
-// The test server's URL: MQLITE_TEST_PG_URL, or the fixture's key=value
-// string turned into a postgresql:// URL.
-std::string ServerUrl() {
-  if (const char* url = std::getenv("MQLITE_TEST_PG_URL"); url && *url) return url;
-  const char* file = std::getenv("MQLITE_TEST_PG_URL_FILE");
-  std::string line;
-  if (file == nullptr || !std::getline(std::ifstream(file) >> std::ws, line)) {
-    ADD_FAILURE() << "no PostgreSQL server: run through ctest or set MQLITE_TEST_PG_URL";
-    return "";
-  }
-  if (line.rfind("postgres", 0) == 0) return line;
-  std::map<std::string, std::string> kv;
-  std::istringstream in(line);
-  for (std::string item; in >> item;) {
-    const size_t eq = item.find('=');
-    if (eq != std::string::npos) kv[item.substr(0, eq)] = item.substr(eq + 1);
-  }
-  return "postgresql://" + kv["user"] + "@" + kv["host"] + ":" + kv["port"] + "/" + kv["dbname"];
-}
-
 TEST(OpenPostgresTest, OpensTheServerWithMqlitesParameters) {
-  const std::string base = ServerUrl();
+  const std::string base = test::PgServerUrl();
   ASSERT_FALSE(base.empty());
   const std::string schema = "mqlite_open_" + std::to_string(getpid());
   const std::string sep = base.find('?') == std::string::npos ? "?" : "&";
