@@ -37,6 +37,7 @@ constexpr int kMaxPrefetch = 256;
 using internal::kMaxDelayMs;
 using internal::kMaxReceive;
 using internal::kMaxWaitMs;
+constexpr int64_t kHandBackTimeoutMs = 10'000;
 constexpr size_t kRenewBatch = internal::kMaxSettleBatch;
 constexpr size_t kMaxDescriptionBytes = internal::kMaxTextBytes;
 
@@ -100,9 +101,14 @@ double JitterDraw() {
 std::string Truncate(std::string s, size_t max) {
   if (s.size() <= max) return s;
   s.resize(max);
-  // Do not leave half a UTF-8 sequence at the end.
-  while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
-  if (!s.empty() && (static_cast<unsigned char>(s.back()) & 0x80)) s.pop_back();
+  // Do not leave half a UTF-8 sequence at the end: find the last lead byte
+  // and drop its sequence only if the cut left it incomplete.
+  size_t lead = s.size();
+  while (lead > 0 && (static_cast<unsigned char>(s[lead - 1]) & 0xC0) == 0x80) --lead;
+  if (lead == 0) return s;
+  const auto b = static_cast<unsigned char>(s[lead - 1]);
+  const size_t want = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+  if (s.size() - (lead - 1) < want) s.resize(lead - 1);
   return s;
 }
 
@@ -189,6 +195,7 @@ std::string typed_internal::DeadLetterDescription(const Status& decode_error) {
 
 int64_t RetryPolicy::Backoff(int32_t delivery_count, double unit) const {
   const double cap = static_cast<double>(std::max<int64_t>(0, max_backoff_ms));
+  if (initial_backoff_ms <= 0) return 0;  // (0 · multiplier^n would be NaN once the power overflows)
   const int32_t n = std::max<int32_t>(1, delivery_count);
   double d = static_cast<double>(std::max<int64_t>(0, initial_backoff_ms)) *
              std::pow(std::max(1.0, multiplier), n - 1);
@@ -213,6 +220,7 @@ struct Processor::Impl {
     SteadyClock::time_point renew_at;
     bool lost = false;         // a renewal answered LockLost
     bool handed_back = false;  // Stop abandoned it
+    bool settling = false;     // its verdict is being applied: renewals and Stop leave it alone
   };
   using Key = std::pair<size_t, int64_t>;
 
@@ -233,7 +241,9 @@ struct Processor::Impl {
   std::map<Key, std::shared_ptr<Claim>> claims;
   bool workers_exit = false;
   bool renewer_exit = false;
-  bool stopped = false;
+  bool stopped = false;     // a Stop has begun
+  bool stop_done = false;   // ... and finished
+  std::condition_variable stop_done_cv;
   std::set<std::thread::id> worker_ids;
   ProcessorStats counters;
   Histogram latency;
@@ -280,9 +290,17 @@ struct Processor::Impl {
       backoff_ms = 0;
       if (got->empty()) continue;
       const auto renew_at = SteadyClock::now() + std::chrono::milliseconds(qs.lock_ms / 3);
+      std::vector<std::shared_ptr<Claim>> stale;
       {
         std::lock_guard lk(mu);
         for (Message& m : *got) {
+          // The same seq claimed again while an older claim of it still runs
+          // (its lease lapsed): the old one has lost its lease.
+          if (auto old = claims.find({q, m.seq}); old != claims.end() && !old->second->lost) {
+            old->second->lost = true;
+            ++counters.leases_lost;
+            stale.push_back(old->second);
+          }
           auto c = std::make_shared<Claim>();
           c->q = q;
           c->renew_at = renew_at;
@@ -293,6 +311,7 @@ struct Processor::Impl {
           ++counters.received;
         }
       }
+      for (const auto& c : stale) c->stop.request_stop();
       work_cv.notify_all();
       renew_cv.notify_one();
     }
@@ -308,7 +327,7 @@ struct Processor::Impl {
         if (ready.empty()) return;
         c = std::move(ready.front());
         ready.pop_front();
-        if (c->lost) {  // its lease went while it waited: delivered again later
+        if (c->lost || c->handed_back) {  // lease gone while it waited, or Stop took it back
           Finish(lk, c);
           continue;
         }
@@ -331,8 +350,19 @@ struct Processor::Impl {
     lk.lock();
   }
 
-  // True when the message is no longer ours to settle.
-  static bool GivenUp(const Claim& c) { return c.stop.stop_requested(); }
+  // Takes the right to settle `c`: false if its lease was lost or Stop
+  // handed it back. From then on renewals and Stop leave it alone.
+  bool BeginSettle(Claim& c) {
+    std::lock_guard lk(mu);
+    if (c.lost || c.handed_back || c.stop.stop_requested()) return false;
+    c.settling = true;
+    return true;
+  }
+  // A settle failed and the message is still ours (renewed again).
+  void EndSettle(Claim& c) {
+    std::lock_guard lk(mu);
+    c.settling = false;
+  }
 
   void Run(Claim& c) {
     const Message& m = c.message;
@@ -347,11 +377,13 @@ struct Processor::Impl {
       latency.Add(us);
     };
 
+    Status s;
+    HandlerVerdict verdict;
     if (tx_handler) {
       bool handler_failed = false;
+      bool given_up = false;
       Status handler_error;
-      HandlerVerdict verdict;
-      const Status s = engine.Tx([&](TxContext& tx) -> Status {
+      s = engine.Tx([&](TxContext& tx) -> Status {
         Result<HandlerVerdict> r = Guarded([&] { return tx_handler(m, tx, ctx); });
         record_latency();
         if (!r.ok()) {
@@ -359,26 +391,30 @@ struct Processor::Impl {
           handler_error = r.status();
           return handler_error;  // rolls back what the handler wrote
         }
-        if (GivenUp(c)) return Status::LockLost("processor: the lease was lost while the handler ran");
+        if (!BeginSettle(c)) {
+          given_up = true;
+          return Status::LockLost("processor: the lease was lost while the handler ran");
+        }
         verdict = *r;
         return ApplyVerdict(tx, m, verdict);  // LockLost here rolls the outputs back too
       });
       if (handler_failed) return OnHandlerError(c, handler_error);
-      if (s.ok()) return CountVerdict(verdict);
-      if (GivenUp(c)) return;
-      if (s.code() == StatusCode::kLockLost) return CountSettleFailure(s);
-      // The transaction failed in the store (e.g. Unavailable): nothing was
-      // written and the lease is still ours — retry it like a handler error.
-      return OnHandlerError(c, s);
+      if (given_up) return;
+    } else {
+      Result<HandlerVerdict> r = Guarded([&] { return handler(m, ctx); });
+      record_latency();
+      if (!r.ok()) return OnHandlerError(c, r.status());
+      if (!BeginSettle(c)) return;  // lease lost or handed back: not ours to settle
+      verdict = *r;
+      s = ApplyVerdict(engine, m, verdict);
     }
-
-    Result<HandlerVerdict> r = Guarded([&] { return handler(m, ctx); });
-    record_latency();
-    if (GivenUp(c)) return;  // lease lost or handed back: not ours to settle
-    if (!r.ok()) return OnHandlerError(c, r.status());
-    const Status s = ApplyVerdict(engine, m, *r);
-    if (!s.ok()) return CountSettleFailure(s);
-    CountVerdict(*r);
+    if (s.ok()) return CountVerdict(verdict);
+    if (s.code() == StatusCode::kLockLost) return CountSettleFailure(s);
+    // The verdict was invalid (InvalidArgument: a permanent error) or the
+    // store failed (the Tx's writes rolled back, the lease still ours): the
+    // retry policy decides, as for a handler error.
+    EndSettle(c);
+    return OnHandlerError(c, s);
   }
 
   void CountVerdict(const HandlerVerdict& v) {
@@ -407,7 +443,7 @@ struct Processor::Impl {
       ++counters.handler_errors;
       NoteError(error);
     }
-    if (GivenUp(c)) return;
+    if (!BeginSettle(c)) return;
     const RetryPolicy& policy = options.retry;
     const bool permanent = policy.is_permanent ? policy.is_permanent(error)
                                                : error.code() == StatusCode::kInvalidArgument;
@@ -435,7 +471,7 @@ struct Processor::Impl {
     while (!renewer_exit) {
       auto next = SteadyClock::time_point::max();
       for (const auto& [key, c] : claims) {
-        if (!c->lost && !c->handed_back) next = std::min(next, c->renew_at);
+        if (!c->lost && !c->handed_back && !c->settling) next = std::min(next, c->renew_at);
       }
       if (next == SteadyClock::time_point::max()) {
         renew_cv.wait(lk);
@@ -450,7 +486,7 @@ struct Processor::Impl {
       // so claims made together are renewed together.
       std::vector<std::vector<std::shared_ptr<Claim>>> due(queues.size());
       for (const auto& [key, c] : claims) {
-        if (c->lost || c->handed_back) continue;
+        if (c->lost || c->handed_back || c->settling) continue;
         const auto slack = std::chrono::milliseconds(queues[c->q].lock_ms / 6);
         if (c->renew_at <= now + slack) due[c->q].push_back(c);
       }
@@ -473,7 +509,9 @@ struct Processor::Impl {
     std::vector<SettleItem> items;
     items.reserve(chunk.size());
     for (const auto& c : chunk) items.push_back({c->message.seq, c->message.lock_token});
-    Result<std::vector<RenewOutcome>> out = engine.RenewBatch(qs.name, items);
+    // Within a third of the lease: a stalled store must not hold Stop up.
+    Result<std::vector<RenewOutcome>> out =
+        engine.RenewBatch(qs.name, items, CallOptions::Timeout(std::max<int64_t>(1, qs.lock_ms / 3)));
     const auto now = SteadyClock::now();
     const auto again = now + std::chrono::milliseconds(qs.lock_ms / 3);
     const auto retry = now + std::chrono::milliseconds(std::min<int64_t>(1'000, qs.lock_ms / 10));
@@ -482,6 +520,7 @@ struct Processor::Impl {
       const std::shared_ptr<Claim>& c = chunk[i];
       auto it = claims.find({q, c->message.seq});
       if (it == claims.end() || it->second != c) continue;  // settled meanwhile
+      if (c->settling || c->handed_back) continue;  // being settled: LockLost would be its own
       if (!out.ok()) {
         c->renew_at = retry;
         NoteError(out.status());
@@ -510,7 +549,8 @@ struct Processor::Impl {
     int64_t n = 0;
     for (const auto& c : handed) {
       const Message& m = c->message;
-      const Status s = engine.Abandon(m.queue, m.seq, m.lock_token, 0);
+      const Status s =
+          engine.Abandon(m.queue, m.seq, m.lock_token, 0, CallOptions::Timeout(kHandBackTimeoutMs));
       std::lock_guard lk(mu);
       if (s.ok()) {
         ++n;
@@ -525,22 +565,44 @@ struct Processor::Impl {
   Status Stop(std::chrono::milliseconds drain) {
     const auto deadline = SteadyClock::now() + drain;
     {
-      std::lock_guard lk(mu);
+      std::unique_lock lk(mu);
       if (worker_ids.count(std::this_thread::get_id())) {
         return Status::InvalidArgument("processor: Stop called from a handler would wait for itself");
       }
-      if (stopped) return Status::OK();
+      if (stopped) {
+        stop_done_cv.wait(lk, [&] { return stop_done; });
+        return Status::OK();
+      }
       stopped = true;
     }
+    Status result = StopOnce(deadline);
+    {
+      std::lock_guard lk(mu);
+      stop_done = true;
+    }
+    stop_done_cv.notify_all();
+    return result;
+  }
+
+  Status StopOnce(SteadyClock::time_point deadline) {
     receive_stop.request_stop();
     for (std::thread& t : receivers) t.join();
 
-    // Claimed, not started: straight back to the queue.
+    // Claimed, not started: straight back to the queue — except a message on
+    // its last delivery, which an Abandon would dead-letter (SPEC §3) though
+    // its handler never ran: the workers run those within the drain.
     std::vector<std::shared_ptr<Claim>> unstarted;
     {
       std::unique_lock lk(mu);
-      for (auto& c : ready) unstarted.push_back(c);
-      ready.clear();
+      std::deque<std::shared_ptr<Claim>> keep;
+      for (auto& c : ready) {
+        if (!c->lost && c->message.delivery_count >= queues[c->q].max_delivery) {
+          keep.push_back(c);
+        } else {
+          unstarted.push_back(c);
+        }
+      }
+      ready = std::move(keep);
     }
     std::vector<std::shared_ptr<Claim>> to_hand;
     for (const auto& c : unstarted) {
@@ -562,7 +624,7 @@ struct Processor::Impl {
       std::unique_lock lk(mu);
       drained_cv.wait_until(lk, deadline, [&] { return claims.empty(); });
       for (const auto& [key, c] : claims) {
-        if (!c->handed_back) {
+        if (!c->handed_back && !c->settling && !c->lost) {
           c->handed_back = true;
           late.push_back(c);
         }
@@ -585,7 +647,7 @@ struct Processor::Impl {
     if (renewer.joinable()) renewer.join();
     if (!late.empty()) {
       return Status::Cancelled("processor: " + std::to_string(late.size()) +
-                               " handler(s) still running at the stop deadline; " +
+                               " message(s) still in flight at the stop deadline; " +
                                std::to_string(handed) + " message(s) handed back");
     }
     return Status::OK();

@@ -16,6 +16,7 @@
 #ifndef MQLITE_JSON_CODEC_H_
 #define MQLITE_JSON_CODEC_H_
 
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -32,7 +33,7 @@ struct JsonCodec {
   Result<std::string> Encode(const T& value) const {
     try {
       return nlohmann::json(value).dump();
-    } catch (const nlohmann::json::exception& e) {
+    } catch (const std::exception& e) {  // nlohmann's, or a to_json of yours
       return Status::InvalidArgument(std::string("value has no JSON form: ") + e.what());
     }
   }
@@ -40,7 +41,7 @@ struct JsonCodec {
   Result<T> Decode(std::string_view body) const {
     try {
       return nlohmann::json::parse(body).template get<T>();
-    } catch (const nlohmann::json::exception& e) {
+    } catch (const std::exception& e) {  // nlohmann's, or a from_json of yours
       return Status::InvalidArgument(std::string("invalid JSON payload: ") + e.what());
     }
   }

@@ -124,8 +124,8 @@ struct ProcessorOptions {
   RetryPolicy retry{};
 };
 
-// Latencies of handler calls (claim to verdict returned, not including the
-// settle), from a histogram with 8 buckets per power of two: quantiles are
+// Latencies of handler calls (from a worker starting the handler to its
+// return; not the wait for a worker, not the settle), from a histogram with 8 buckets per power of two: quantiles are
 // within ~9 %.
 struct LatencySummary {
   int64_t count = 0;
@@ -143,10 +143,14 @@ struct ProcessorStats {
   int64_t retried = 0;        // handler errors abandoned with a backoff delay
   int64_t dead_lettered = 0;  // rejected: Reject verdicts and failed last/permanent deliveries
   int64_t deferred = 0;
-  int64_t handler_errors = 0; // errors returned or exceptions thrown by the handler
+  // Errors returned or exceptions thrown by the handler, and verdicts that
+  // could not be applied for a reason other than LockLost (an invalid
+  // verdict; a store failure, which rolled a Tx handler's writes back) —
+  // each goes through the RetryPolicy.
+  int64_t handler_errors = 0;
   int64_t renewals = 0;       // lease renewals that succeeded
   int64_t leases_lost = 0;    // renewals answered LockLost (handler's token stopped)
-  int64_t settle_failures = 0;  // a verdict the engine refused (e.g. LockLost): redelivered
+  int64_t settle_failures = 0;  // a settle answered LockLost (or failed after a retry decision)
   int64_t receive_errors = 0;   // failed Receive calls (retried with a backoff)
   int64_t abandoned_on_stop = 0;  // claimed messages Stop handed back
   int64_t in_flight = 0;        // claimed and not yet settled, now
@@ -168,14 +172,17 @@ class Processor {
   Processor& operator=(const Processor&) = delete;
 
   // Stops receiving at once and hands back (Abandon, no delay) every claimed
-  // message no worker has started. Handlers still running have until
-  // `drain` to return and have their verdicts applied; at the deadline their
-  // stop tokens are stopped and their messages abandoned, so another
-  // consumer can take them without waiting for the lease. Returns once every
-  // handler has returned (a handler that ignores its stop token delays
-  // this) and every thread has exited: OK if all in-flight work finished in
-  // time, Cancelled naming how many messages were handed back otherwise.
-  // Idempotent: later calls return OK.
+  // message no worker has started — except one on its last delivery, which
+  // Abandon would dead-letter (SPEC §3): the workers run those within the
+  // drain. Handlers still running have until `drain` to return and have
+  // their verdicts applied; at the deadline their stop tokens are stopped
+  // and every message still in flight is abandoned, so another consumer can
+  // take it without waiting for the lease. Returns once every handler has
+  // returned (a handler that ignores its stop token delays this) and every
+  // thread has exited: OK if all in-flight work finished in time, Cancelled
+  // naming how many messages were handed back at the deadline otherwise.
+  // Idempotent: a later or concurrent call waits for the first to finish
+  // and returns OK.
   Status Stop(std::chrono::milliseconds drain = std::chrono::seconds(30));
 
   ProcessorStats stats() const;

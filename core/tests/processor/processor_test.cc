@@ -5,7 +5,8 @@
 // SIGKILL mid-handler (SPEC §1 at-least-once, §6, §7.1, §8).
 //
 // Waits poll with generous limits that only fire if something hangs; no test
-// asserts a wall-clock budget.
+// asserts a wall-clock budget. Queues get 30 s leases unless the lease is what
+// a test is about; those leave the renewer well over a second of slack.
 #include "mqlite/processor.h"
 
 #include <gtest/gtest.h>
@@ -107,7 +108,7 @@ class ProcessorTest : public ::testing::TestWithParam<std::string> {
     engine_ = std::move(*e);
   }
 
-  void CreateQueue(const std::string& name, int64_t lock_ms = 1'000, int32_t max_delivery = 10) {
+  void CreateQueue(const std::string& name, int64_t lock_ms = 30'000, int32_t max_delivery = 10) {
     QueueConfig c;
     c.name = name;
     c.lock_duration_ms = lock_ms;
@@ -234,8 +235,27 @@ TEST_P(ProcessorTest, AppliesEachVerdict) {
   EXPECT_EQ(StatsOf("v").total, 2);  // the deferred one and the dead letter
 }
 
+TEST_P(ProcessorTest, AnInvalidVerdictIsAPermanentErrorNotALockedMessage) {
+  CreateQueue("iv");
+  const int64_t seq = SendBody("iv", "x");
+  auto p = StartOrDie(Options({"iv"}, 1), [](const Message&, const HandlerContext&) {
+    return HandlerVerdict::Reject("");  // a reason must be 1-128 bytes
+  });
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return StatsOf("iv").dead_lettered == 1; })) << p->stats().last_error;
+  ASSERT_TRUE(p->Stop().ok());
+  const std::vector<Message> dlq = PeekState("iv", MessageState::kDeadLettered);
+  ASSERT_EQ(dlq.size(), 1u);
+  EXPECT_EQ(dlq[0].seq, seq);
+  EXPECT_EQ(dlq[0].dead_letter_reason, std::string(kReasonProcessingFailed));
+  EXPECT_EQ(dlq[0].dead_letter_description->rfind("permanent error: InvalidArgument: ", 0), 0u)
+      << *dlq[0].dead_letter_description;
+  EXPECT_EQ(p->stats().handler_errors, 1);
+  EXPECT_EQ(p->stats().dead_lettered, 1);
+}
+
 TEST_P(ProcessorTest, ErrorsAreRetriedThenDeadLetteredWithTheError) {
-  CreateQueue("r", 1'000, /*max_delivery=*/3);
+  CreateQueue("r", 30'000, /*max_delivery=*/3);
   const int64_t transient = SendBody("r", "transient");
   const int64_t permanent = SendBody("r", "permanent");
   const int64_t thrower = SendBody("r", "throw");
@@ -299,7 +319,7 @@ TEST_P(ProcessorTest, RetryDelayGoesThroughAbandon) {
 }
 
 TEST_P(ProcessorTest, HandlerSlowerThanTheLeaseKeepsItThroughRenewals) {
-  CreateQueue("slow", /*lock_ms=*/1'000);
+  CreateQueue("slow", /*lock_ms=*/2'000);
   SendBody("slow", "long job");
   std::atomic<int> calls{0};
   std::atomic<bool> started{false};
@@ -312,7 +332,7 @@ TEST_P(ProcessorTest, HandlerSlowerThanTheLeaseKeepsItThroughRenewals) {
     std::mutex m;
     std::condition_variable_any cv;
     std::unique_lock lk(m);
-    cv.wait_for(lk, ctx.stop_token, 3'500ms, [] { return false; });
+    cv.wait_for(lk, ctx.stop_token, 7'000ms, [] { return false; });
     if (ctx.stop_token.stop_requested()) interrupted = true;
     returned = true;
     return HandlerVerdict::Complete();
@@ -320,7 +340,7 @@ TEST_P(ProcessorTest, HandlerSlowerThanTheLeaseKeepsItThroughRenewals) {
   ASSERT_NE(p, nullptr);
   ASSERT_TRUE(WaitFor([&] { return started.load(); }));
   // A rival consumer polling meanwhile: with maintenance every 50 ms an
-  // unrenewed lease would lapse after 1 s and the rival would get it.
+  // unrenewed lease would lapse after 2 s and the rival would get it.
   std::vector<Message> rival;
   while (!returned) {
     ReceiveOptions ro;
@@ -336,14 +356,14 @@ TEST_P(ProcessorTest, HandlerSlowerThanTheLeaseKeepsItThroughRenewals) {
   EXPECT_EQ(calls, 1);
   const ProcessorStats s = p->stats();
   EXPECT_EQ(s.completed, 1) << s.last_error;
-  EXPECT_GE(s.renewals, 3) << "a 3.5 s handler on a 1 s lease renewed every third of it";
+  EXPECT_GE(s.renewals, 3) << "a 7 s handler on a 2 s lease, renewed every third of it";
   EXPECT_EQ(s.leases_lost, 0);
   for (const Message& m : rival) (void)engine_->Complete("slow", m.seq, m.lock_token);
   EXPECT_EQ(StatsOf("slow").total, 0);
 }
 
 TEST_P(ProcessorTest, ALostLeaseStopsTheHandlerAndItsVerdictIsDropped) {
-  CreateQueue("lost", 1'000);
+  CreateQueue("lost", 3'000);  // renewed (and the loss seen) every second
   const int64_t seq = SendBody("lost", "stuck");
   std::atomic<bool> started{false};
   std::atomic<bool> stopped_by_token{false};
@@ -389,7 +409,7 @@ TEST_P(ProcessorTest, StopHandsBackUnstartedAndLateMessagesAtOnce) {
   ASSERT_TRUE(WaitFor([&] { return started == 1 && p->stats().received == 4; }));
   const Status st = p->Stop(100ms);
   EXPECT_EQ(st.code(), StatusCode::kCancelled) << st.ToString();
-  EXPECT_NE(st.ToString().find("1 handler(s) still running"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.ToString().find("1 message(s) still in flight"), std::string::npos) << st.ToString();
   const ProcessorStats s = p->stats();
   EXPECT_EQ(s.abandoned_on_stop, 4);
   EXPECT_EQ(s.completed, 0);
@@ -415,6 +435,59 @@ TEST_P(ProcessorTest, StopLetsRunningHandlersFinish) {
   EXPECT_EQ(p->stats().completed, 1);
   EXPECT_EQ(p->stats().abandoned_on_stop, 0);
   EXPECT_EQ(StatsOf("f").total, 0);
+}
+
+TEST_P(ProcessorTest, StopRunsPrefetchedMessagesOnTheirLastDeliveryInsteadOfDeadLetteringThem) {
+  // An Abandon on a message's last delivery dead-letters it (SPEC §3), so
+  // Stop must not hand such a message back unprocessed.
+  CreateQueue("last", 30'000, /*max_delivery=*/1);
+  for (int i = 0; i < 3; ++i) SendBody("last", "m" + std::to_string(i));
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  auto p = StartOrDie(Options({"last"}, 1, /*prefetch=*/2),
+                      [&](const Message&, const HandlerContext&) {
+                        if (started++ == 0) released.wait();
+                        return HandlerVerdict::Complete();
+                      });
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return started == 1 && p->stats().received == 3; }));
+  std::thread stopper([&] { EXPECT_TRUE(p->Stop(30s).ok()); });
+  std::this_thread::sleep_for(100ms);  // let Stop begin (the outcome is the same if it has not)
+  release.set_value();
+  stopper.join();
+  const ProcessorStats s = p->stats();
+  EXPECT_EQ(s.completed, 3);
+  EXPECT_EQ(s.abandoned_on_stop, 0);
+  EXPECT_EQ(StatsOf("last").total, 0);
+  EXPECT_EQ(StatsOf("last").dead_lettered, 0);
+}
+
+TEST_P(ProcessorTest, ASecondStopWaitsForTheFirst) {
+  CreateQueue("two");
+  SendBody("two", "x");
+  std::atomic<bool> started{false};
+  auto p = StartOrDie(Options({"two"}, 1), [&](const Message&, const HandlerContext&) {
+    started = true;
+    std::this_thread::sleep_for(300ms);
+    return HandlerVerdict::Complete();
+  });
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return started.load(); }));
+  std::atomic<int64_t> seen_by_first{-1};
+  std::atomic<int64_t> seen_by_second{-1};
+  std::thread first([&] {
+    EXPECT_TRUE(p->Stop(30s).ok());
+    seen_by_first = p->stats().completed;
+  });
+  std::thread second([&] {
+    EXPECT_TRUE(p->Stop(30s).ok());
+    seen_by_second = p->stats().completed;
+  });
+  first.join();
+  second.join();
+  EXPECT_EQ(seen_by_first, 1);
+  EXPECT_EQ(seen_by_second, 1) << "a concurrent Stop returned before the handler finished";
 }
 
 TEST_P(ProcessorTest, TxHandlerCommitsItsOutputsWithTheSettleOrNotAtAll) {
@@ -522,7 +595,7 @@ TEST_P(ProcessorTest, TypedHandlerDeadLettersWhatDoesNotDecode) {
 class ProcessorKillTest : public ProcessorTest {};
 
 TEST_P(ProcessorKillTest, KillMidHandlerRedeliversAndKeepsOutputsExactlyOnce) {
-  CreateQueue("in", /*lock_ms=*/1'000);
+  CreateQueue("in", /*lock_ms=*/2'000);  // PostgreSQL: the dead child's lease lapses
   CreateQueue("out");
   constexpr int kN = 12;
   for (int i = 0; i < kN; ++i) SendBody("in", i == 5 ? "victim" : "m" + std::to_string(i));
@@ -629,6 +702,10 @@ TEST(RetryPolicyTest, BackoffGrowsExponentiallyWithinItsJitterAndCap) {
   EXPECT_EQ(r.Backoff(5, 0.999), 1'000);  // capped after the jitter too
   r.initial_backoff_ms = 0;
   EXPECT_EQ(r.Backoff(3, 0.9), 0);
+  r.multiplier = 100.0;  // 0 · 100^999 overflows to 0 · inf: still 0, never NaN
+  EXPECT_EQ(r.Backoff(1'000, 0.9), 0);
+  r.initial_backoff_ms = 1;
+  EXPECT_EQ(r.Backoff(1'000, 0.9), 1'000);  // inf capped
 }
 
 class ProcessorOptionsTest : public ::testing::Test {
@@ -692,23 +769,38 @@ TEST_F(ProcessorOptionsTest, StopFromAHandlerIsRefused) {
   OutgoingMessage m;
   m.body = "x";
   ASSERT_TRUE(engine_->Send("q", m).ok());
-  std::atomic<Processor*> self{nullptr};
+  std::promise<Processor*> self;
+  std::shared_future<Processor*> self_future = self.get_future().share();
   std::promise<Status> from_handler;
   ProcessorOptions o;
   o.queues = {"q"};
   o.wait_ms = 50;
   Result<std::unique_ptr<Processor>> p =
       Processor::Start(*engine_, o, [&](const Message&, const HandlerContext&) {
-        while (self.load() == nullptr) std::this_thread::yield();
-        from_handler.set_value(self.load()->Stop());
+        from_handler.set_value(self_future.get()->Stop());
         return HandlerVerdict::Complete();
       });
   ASSERT_TRUE(p.ok());
-  self = p->get();
+  self.set_value(p->get());
   const Status s = from_handler.get_future().get();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_TRUE((*p)->Stop().ok());
   EXPECT_EQ((*p)->stats().completed, 1);
+}
+
+TEST(TypedQueueTest, DeadLetterDescriptionsAreCutAtACharacterBoundary) {
+  // "InvalidArgument: " is 17 bytes; then 1005 ASCII bytes end at 1022, so
+  // the 3-byte euro sign that follows does not fit in 1024 and must go whole,
+  // while a 2-byte character there would fit and must stay.
+  const std::string euro = "\xe2\x82\xac";
+  const std::string cut = typed_internal::DeadLetterDescription(
+      Status::InvalidArgument(std::string(1005, 'a') + euro + "tail"));
+  EXPECT_EQ(cut.size(), 1022u);
+  const std::string e_acute = "\xc3\xa9";
+  const std::string kept = typed_internal::DeadLetterDescription(
+      Status::InvalidArgument(std::string(1005, 'a') + e_acute + "tail"));
+  EXPECT_EQ(kept.size(), 1024u);
+  EXPECT_EQ(kept.substr(1022), e_acute);
 }
 
 TEST(JsonCodecTest, EncodeErrorsAreStatusesNotExceptions) {
