@@ -197,8 +197,7 @@ int64_t RetryPolicy::Backoff(int32_t delivery_count, double unit) const {
   const double cap = static_cast<double>(std::max<int64_t>(0, max_backoff_ms));
   if (initial_backoff_ms <= 0) return 0;  // (0 · multiplier^n would be NaN once the power overflows)
   const int32_t n = std::max<int32_t>(1, delivery_count);
-  double d = static_cast<double>(std::max<int64_t>(0, initial_backoff_ms)) *
-             std::pow(std::max(1.0, multiplier), n - 1);
+  double d = static_cast<double>(initial_backoff_ms) * std::pow(std::max(1.0, multiplier), n - 1);
   d = std::min(d, cap);
   const double j = std::clamp(jitter, 0.0, 1.0);
   d *= 1.0 - j + 2.0 * j * std::clamp(unit, 0.0, 1.0);
@@ -221,6 +220,10 @@ struct Processor::Impl {
     bool lost = false;         // a renewal answered LockLost
     bool handed_back = false;  // Stop abandoned it
     bool settling = false;     // its verdict is being applied: renewals and Stop leave it alone
+
+    // Still ours and nobody settling it: the renewer renews it, Stop may hand
+    // it back. REQUIRES: mu held.
+    bool Idle() const { return !lost && !handed_back && !settling; }
   };
   using Key = std::pair<size_t, int64_t>;
 
@@ -354,7 +357,7 @@ struct Processor::Impl {
   // handed it back. From then on renewals and Stop leave it alone.
   bool BeginSettle(Claim& c) {
     std::lock_guard lk(mu);
-    if (c.lost || c.handed_back || c.stop.stop_requested()) return false;
+    if (!c.Idle() || c.stop.stop_requested()) return false;
     c.settling = true;
     return true;
   }
@@ -471,7 +474,7 @@ struct Processor::Impl {
     while (!renewer_exit) {
       auto next = SteadyClock::time_point::max();
       for (const auto& [key, c] : claims) {
-        if (!c->lost && !c->handed_back && !c->settling) next = std::min(next, c->renew_at);
+        if (c->Idle()) next = std::min(next, c->renew_at);
       }
       if (next == SteadyClock::time_point::max()) {
         renew_cv.wait(lk);
@@ -486,7 +489,7 @@ struct Processor::Impl {
       // so claims made together are renewed together.
       std::vector<std::vector<std::shared_ptr<Claim>>> due(queues.size());
       for (const auto& [key, c] : claims) {
-        if (c->lost || c->handed_back || c->settling) continue;
+        if (!c->Idle()) continue;
         const auto slack = std::chrono::milliseconds(queues[c->q].lock_ms / 6);
         if (c->renew_at <= now + slack) due[c->q].push_back(c);
       }
@@ -519,8 +522,8 @@ struct Processor::Impl {
     for (size_t i = 0; i < chunk.size(); ++i) {
       const std::shared_ptr<Claim>& c = chunk[i];
       auto it = claims.find({q, c->message.seq});
-      if (it == claims.end() || it->second != c) continue;  // settled meanwhile
-      if (c->settling || c->handed_back) continue;  // being settled: LockLost would be its own
+      // Settled meanwhile, or being settled (a LockLost would be its own).
+      if (it == claims.end() || it->second != c || !c->Idle()) continue;
       if (!out.ok()) {
         c->renew_at = retry;
         NoteError(out.status());
@@ -624,7 +627,7 @@ struct Processor::Impl {
       std::unique_lock lk(mu);
       drained_cv.wait_until(lk, deadline, [&] { return claims.empty(); });
       for (const auto& [key, c] : claims) {
-        if (!c->handed_back && !c->settling && !c->lost) {
+        if (c->Idle()) {
           c->handed_back = true;
           late.push_back(c);
         }
@@ -653,7 +656,13 @@ struct Processor::Impl {
     return Status::OK();
   }
 
-  static Result<std::unique_ptr<Processor>> Start(std::unique_ptr<Impl> impl) {
+  // Exactly one of `handler` and `tx_handler` is set by the caller.
+  static Result<std::unique_ptr<Processor>> Start(Engine& engine, ProcessorOptions options,
+                                                  Handler handler, TxHandler tx_handler) {
+    if (!handler && !tx_handler) return Status::InvalidArgument("processor: handler is empty");
+    auto impl = std::make_unique<Impl>(engine, std::move(options));
+    impl->handler = std::move(handler);
+    impl->tx_handler = std::move(tx_handler);
     MQLITE_RETURN_IF_ERROR(ValidateOptions(impl->options));
     if (impl->engine.capabilities().read_only) {
       return Status::InvalidArgument("processor: the store is open read-only");
@@ -686,18 +695,12 @@ Processor::~Processor() { (void)Stop(); }
 
 Result<std::unique_ptr<Processor>> Processor::Start(Engine& engine, ProcessorOptions options,
                                                     Handler handler) {
-  if (!handler) return Status::InvalidArgument("processor: handler is empty");
-  auto impl = std::make_unique<Impl>(engine, std::move(options));
-  impl->handler = std::move(handler);
-  return Impl::Start(std::move(impl));
+  return Impl::Start(engine, std::move(options), std::move(handler), nullptr);
 }
 
 Result<std::unique_ptr<Processor>> Processor::StartTx(Engine& engine, ProcessorOptions options,
                                                       TxHandler handler) {
-  if (!handler) return Status::InvalidArgument("processor: handler is empty");
-  auto impl = std::make_unique<Impl>(engine, std::move(options));
-  impl->tx_handler = std::move(handler);
-  return Impl::Start(std::move(impl));
+  return Impl::Start(engine, std::move(options), nullptr, std::move(handler));
 }
 
 Status Processor::Stop(std::chrono::milliseconds drain) { return impl_->Stop(drain); }

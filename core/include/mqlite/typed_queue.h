@@ -60,6 +60,12 @@ namespace typed_internal {
 // The description limit of Reject (≤ 1024 bytes), cut at a UTF-8 boundary.
 std::string DeadLetterDescription(const Status& decode_error);
 
+// The verdict for a body that did not decode.
+inline HandlerVerdict InvalidPayload(const Status& decode_error) {
+  return HandlerVerdict::Reject(std::string(kReasonInvalidPayload),
+                                DeadLetterDescription(decode_error));
+}
+
 template <typename C>
 void SetContentType(const C& codec, OutgoingMessage& m) {
   if constexpr (requires { { codec.content_type() } -> std::convertible_to<std::string_view>; }) {
@@ -79,10 +85,7 @@ Handler TypedHandler(C codec,
   return [codec = std::move(codec), fn = std::move(fn)](const Message& m,
                                                         const HandlerContext& ctx) -> Result<HandlerVerdict> {
     Result<T> v = codec.Decode(m.body);
-    if (!v.ok()) {
-      return HandlerVerdict::Reject(std::string(kReasonInvalidPayload),
-                             typed_internal::DeadLetterDescription(v.status()));
-    }
+    if (!v.ok()) return typed_internal::InvalidPayload(v.status());
     return fn(*v, m, ctx);
   };
 }
@@ -96,10 +99,7 @@ TxHandler TypedTxHandler(
   return [codec = std::move(codec), fn = std::move(fn)](const Message& m, TxContext& tx,
                                                         const HandlerContext& ctx) -> Result<HandlerVerdict> {
     Result<T> v = codec.Decode(m.body);
-    if (!v.ok()) {
-      return HandlerVerdict::Reject(std::string(kReasonInvalidPayload),
-                             typed_internal::DeadLetterDescription(v.status()));
-    }
+    if (!v.ok()) return typed_internal::InvalidPayload(v.status());
     return fn(*v, m, tx, ctx);
   };
 }
@@ -159,9 +159,8 @@ class TypedQueue {
         continue;
       }
       // A failed Reject (e.g. LockLost) leaves it to be delivered again.
-      if (engine_.Reject(queue_, m.seq, m.lock_token, kReasonInvalidPayload,
-                         typed_internal::DeadLetterDescription(v.status()), call)
-              .ok()) {
+      const HandlerVerdict dead = typed_internal::InvalidPayload(v.status());
+      if (engine_.Reject(queue_, m.seq, m.lock_token, dead.reason, dead.description, call).ok()) {
         invalid_.fetch_add(1, std::memory_order_relaxed);
       }
     }

@@ -55,6 +55,15 @@ bool WaitFor(Pred pred, std::chrono::milliseconds limit = 60s) {
   return true;
 }
 
+// Sleeps for `d` unless `stop` is stopped first, as a handler doing long work
+// should.
+void SleepUnlessStopped(const std::stop_token& stop, std::chrono::milliseconds d) {
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lk(m);
+  cv.wait_for(lk, stop, d, [] { return false; });
+}
+
 class ProcessorTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -328,11 +337,7 @@ TEST_P(ProcessorTest, HandlerSlowerThanTheLeaseKeepsItThroughRenewals) {
   auto p = StartOrDie(Options({"slow"}, 1), [&](const Message&, const HandlerContext& ctx) {
     ++calls;
     started = true;
-    // 3.5 lease durations, unless the lease is lost.
-    std::mutex m;
-    std::condition_variable_any cv;
-    std::unique_lock lk(m);
-    cv.wait_for(lk, ctx.stop_token, 7'000ms, [] { return false; });
+    SleepUnlessStopped(ctx.stop_token, 7'000ms);  // 3.5 leases, unless the lease is lost
     if (ctx.stop_token.stop_requested()) interrupted = true;
     returned = true;
     return HandlerVerdict::Complete();
@@ -369,10 +374,7 @@ TEST_P(ProcessorTest, ALostLeaseStopsTheHandlerAndItsVerdictIsDropped) {
   std::atomic<bool> stopped_by_token{false};
   auto p = StartOrDie(Options({"lost"}, 1), [&](const Message&, const HandlerContext& ctx) {
     started = true;
-    std::mutex m;
-    std::condition_variable_any cv;
-    std::unique_lock lk(m);
-    cv.wait_for(lk, ctx.stop_token, 60s, [] { return false; });
+    SleepUnlessStopped(ctx.stop_token, 60s);
     stopped_by_token = ctx.stop_token.stop_requested();
     return HandlerVerdict::Complete();  // must not be applied
   });
@@ -399,10 +401,7 @@ TEST_P(ProcessorTest, StopHandsBackUnstartedAndLateMessagesAtOnce) {
   auto p = StartOrDie(Options({"s"}, 1, /*prefetch=*/3), [&](const Message&,
                                                              const HandlerContext& ctx) {
     ++started;
-    std::mutex m;
-    std::condition_variable_any cv;
-    std::unique_lock lk(m);
-    cv.wait_for(lk, ctx.stop_token, 60s, [] { return false; });
+    SleepUnlessStopped(ctx.stop_token, 60s);
     return HandlerVerdict::Complete();
   });
   ASSERT_NE(p, nullptr);
@@ -461,6 +460,38 @@ TEST_P(ProcessorTest, StopRunsPrefetchedMessagesOnTheirLastDeliveryInsteadOfDead
   EXPECT_EQ(s.abandoned_on_stop, 0);
   EXPECT_EQ(StatsOf("last").total, 0);
   EXPECT_EQ(StatsOf("last").dead_lettered, 0);
+}
+
+// The same with Stop certainly under way before the handler is released:
+// a second queue's unstarted messages are handed back first, which is the
+// signal that Stop has chosen what to keep.
+TEST_P(ProcessorTest, StopKeepsLastDeliveryMessagesWhileHandingBackTheRest) {
+  CreateQueue("last", 30'000, /*max_delivery=*/1);
+  CreateQueue("other");
+  for (int i = 0; i < 3; ++i) SendBody("last", "l" + std::to_string(i));
+  for (int i = 0; i < 3; ++i) SendBody("other", "o" + std::to_string(i));
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  std::atomic<int> last_completed{0};
+  auto p = StartOrDie(Options({"last", "other"}, 1, /*prefetch=*/2),
+                      [&](const Message& m, const HandlerContext&) {
+                        if (started++ == 0) released.wait();
+                        if (m.queue == "last") ++last_completed;
+                        return HandlerVerdict::Complete();
+                      });
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return started == 1 && p->stats().received == 6; }));
+  std::thread stopper([&] { EXPECT_TRUE(p->Stop(30s).ok()); });
+  // At least two of "other" were claimed and not started.
+  ASSERT_TRUE(WaitFor([&] { return p->stats().abandoned_on_stop >= 2; }));
+  release.set_value();
+  stopper.join();
+  EXPECT_EQ(last_completed, 3);
+  EXPECT_EQ(StatsOf("last").total, 0);
+  EXPECT_EQ(StatsOf("last").dead_lettered, 0);
+  EXPECT_EQ(StatsOf("other").locked, 0);
+  EXPECT_EQ(StatsOf("other").active, p->stats().abandoned_on_stop);
 }
 
 TEST_P(ProcessorTest, ASecondStopWaitsForTheFirst) {
