@@ -796,7 +796,8 @@ def lmdb_gap(results):
             "(§6 Peek by state), a settlement receipt per Complete (§7.2) and a per-queue counter "
             "record (O(1) Stats: LMDB has no COUNT). Its ratio to the floor is the price of those "
             "guarantees; the store's ratio to it is what the store adds beyond them (its other "
-            "indexes — claim age for Stats' oldest age, groups, schedules, TTL — and the engine). "
+            "indexes — groups, schedules, TTL, the expiry twins of receipts, redriven heads — and "
+            "the engine). "
             "At `normal` each commit's cost follows the pages it dirties, so every extra index "
             "entry in a different leaf shows here; at `process_only` nothing is synced and the "
             "CPU cost of each B-tree operation shows instead.", "",

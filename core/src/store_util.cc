@@ -133,16 +133,20 @@ void DeadLetterRow(std::string_view reason, const std::optional<std::string>& de
 
 Message ToMessage(int64_t seq, std::string_view queue_name, const RowState& r,
                   const RowPayload& p) {
+  return ToMessage(seq, queue_name, r, RowPayload(p));
+}
+
+Message ToMessage(int64_t seq, std::string_view queue_name, const RowState& r, RowPayload&& p) {
   Message m;
   m.seq = seq;
   m.queue = std::string(queue_name);
-  m.body = p.body;
-  m.message_id = p.message_id;
-  m.group_id = p.group_id;
-  m.subject = p.subject;
-  m.correlation_id = p.correlation_id;
-  m.content_type = p.content_type;
-  m.properties = p.properties;
+  m.body = std::move(p.body);
+  m.message_id = std::move(p.message_id);
+  m.group_id = std::move(p.group_id);
+  m.subject = std::move(p.subject);
+  m.correlation_id = std::move(p.correlation_id);
+  m.content_type = std::move(p.content_type);
+  m.properties = std::move(p.properties);
   m.priority = r.priority;
   m.enqueued_at = r.enqueued_at;
   m.visible_at = r.visible_at;

@@ -75,6 +75,9 @@ struct RowPayload {
 // (Peek's callers clear it: SPEC §6).
 Message ToMessage(int64_t seq, std::string_view queue_name, const RowState& row,
                   const RowPayload& payload);
+// The same, moving the payload's strings into the Message.
+Message ToMessage(int64_t seq, std::string_view queue_name, const RowState& row,
+                  RowPayload&& payload);
 
 // A message's properties as one byte string, for stores that keep them in
 // one column (SQLite, PostgreSQL): repeated (u32 little-endian key length,

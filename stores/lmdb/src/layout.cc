@@ -7,7 +7,7 @@ namespace mqlite::lmdb_internal {
 namespace {
 
 constexpr uint64_t kSignBit = uint64_t{1} << 63;
-constexpr char kRowVersion = 1;
+constexpr char kRowVersion = 2;
 constexpr char kQueueVersion = 1;
 
 // Values: fixed-width integers in the key encoding, strings as a u32 length
@@ -38,6 +38,7 @@ class Out {
     return *this;
   }
   std::string Take() { return std::move(s_); }
+  std::string_view View() const { return s_; }
 
  private:
   std::string s_;
@@ -115,7 +116,7 @@ const char* DbName(Db db) {
       "mqlite/index (queue records)",
       "mqlite/messages (receipts)",
       "mqlite/index (claim)",
-      "mqlite/index (claim_age)",
+      "mqlite/index (redriven)",
       "mqlite/index (group)",
       "mqlite/index (due)",
       "mqlite/index (lease)",
@@ -132,7 +133,7 @@ const char* DbName(Db db) {
 char IndexTag(Db db) {
   switch (db) {
     case kClaim: return 'c';
-    case kClaimAge: return 'a';
+    case kRedriven: return 'r';
     case kGroup: return 'g';
     case kDue: return 'd';
     case kLease: return 'l';
@@ -148,77 +149,80 @@ char IndexTag(Db db) {
 
 int64_t ReadI64(const char* p) {
   uint64_t u = 0;
-  for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<uint8_t>(p[i]);
+  std::memcpy(&u, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  u = __builtin_bswap64(u);
+#endif
   return static_cast<int64_t>(u ^ kSignBit);
 }
 
-std::string SeqKey(int64_t seq) {
-  std::string k;
-  AppendI64(&k, seq);
-  return k;
+Key& Key::I64(int64_t v) {
+  if (kCapacity - n_ < 8) std::abort();
+  uint64_t u = static_cast<uint64_t>(v) ^ kSignBit;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  u = __builtin_bswap64(u);
+#endif
+  std::memcpy(buf_.data() + n_, &u, 8);
+  n_ += 8;
+  return *this;
 }
 
-std::string QueueKey(int64_t queue_id) {
-  std::string k(1, kQueueKeyTag);
-  AppendI64(&k, queue_id);
-  return k;
+Key& Key::U32(uint32_t v) {
+  for (int i = 3; i >= 0; --i) Byte(static_cast<char>((v >> (8 * i)) & 0xff));
+  return *this;
 }
 
-Result<std::string> ReceiptKey(std::string_view engine_key) {
-  if (engine_key.size() < 9) {
+Key SeqKey(int64_t seq) { return Key().I64(seq); }
+
+Key QueueKey(int64_t queue_id) { return Key().Byte(kQueueKeyTag).I64(queue_id); }
+
+Result<Key> ReceiptKey(std::string_view engine_key) {
+  if (engine_key.size() < 9 || engine_key.size() > 160) {
     return Status::InvalidArgument("LMDB store: a receipt key of " +
                                    std::to_string(engine_key.size()) +
-                                   " bytes (receipt keys begin with the 8-byte seq and are longer)");
+                                   " bytes (receipt keys begin with the 8-byte seq, are longer, "
+                                   "and at most 160 bytes)");
   }
-  std::string k(engine_key);
-  k[0] = static_cast<char>(static_cast<uint8_t>(k[0]) ^ 0x80);
-  return k;
+  Key out;
+  out.Byte(static_cast<char>(static_cast<uint8_t>(engine_key[0]) ^ 0x80))
+      .Append(engine_key.substr(1));
+  return out;
 }
 
-std::string IndexKey(Db db, int64_t queue_id, int64_t b, int64_t seq) {
-  std::string k;
-  k.reserve(kIndexKeySize);
-  k.push_back(IndexTag(db));
-  AppendI64(&k, queue_id);
-  AppendI64(&k, b);
-  AppendI64(&k, seq);
-  return k;
+Key IndexKey(Db db, int64_t queue_id, int64_t b, int64_t seq) {
+  return Key().Byte(IndexTag(db)).I64(queue_id).I64(b).I64(seq);
 }
 
-std::string IndexPrefix(Db db, int64_t queue_id) {
-  std::string k(1, IndexTag(db));
-  AppendI64(&k, queue_id);
-  return k;
+Key IndexPrefix(Db db, int64_t queue_id) { return Key().Byte(IndexTag(db)).I64(queue_id); }
+
+Key IndexPrefix(Db db, int64_t queue_id, int64_t b) {
+  return Key().Byte(IndexTag(db)).I64(queue_id).I64(b);
 }
 
-std::string GroupPrefix(int64_t queue_id, std::string_view group_key) {
-  std::string k = IndexPrefix(kGroup, queue_id);
-  k.reserve(k.size() + 4 + group_key.size() + 8);
-  const uint32_t n = static_cast<uint32_t>(group_key.size());
-  for (int i = 3; i >= 0; --i) k.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  k.append(group_key);
-  return k;
+Key GroupPrefix(int64_t queue_id, std::string_view group_key) {
+  return IndexPrefix(kGroup, queue_id)
+      .U32(static_cast<uint32_t>(group_key.size()))
+      .Append(group_key);
 }
 
-std::string GroupKey(int64_t queue_id, std::string_view group_key, int64_t seq) {
-  std::string k = GroupPrefix(queue_id, group_key);
-  AppendI64(&k, seq);
-  return k;
+Key GroupKey(int64_t queue_id, std::string_view group_key, int64_t seq) {
+  return GroupPrefix(queue_id, group_key).I64(seq);
 }
 
-std::string ExpiryKey(Db db, int64_t expires_at, std::string_view key) {
-  std::string k(1, IndexTag(db));
-  AppendI64(&k, expires_at);
-  k.append(key);
-  return k;
+Key ExpiryKey(Db db, int64_t expires_at, std::string_view key) {
+  return Key().Byte(IndexTag(db)).I64(expires_at).Append(key);
 }
 
-std::string EncodeRow(const Row& r) {
+// A row's value: the header (version, then the RowState fields, redriven and
+// the body size), then the payload. The header's fixed part comes first, so
+// a decode reads it with fixed offsets before the three optional strings.
+void EncodeRow(const Row& r, std::string_view payload, std::string* out) {
   Out o;
   o.Byte(kRowVersion)
       .I64(r.queue_id)
       .Byte(static_cast<uint8_t>(r.state))
       .Byte(r.is_head ? 1 : 0)
+      .Byte(r.redriven ? 1 : 0)
       .I64(r.priority)
       .I64(r.delivery_count)
       .I64(r.enqueued_at)
@@ -226,23 +230,18 @@ std::string EncodeRow(const Row& r) {
       .I64(r.expires_at)
       .I64(r.locked_until)
       .I64(r.dead_lettered_at)
+      .I64(r.body_size)
       .Raw(std::string_view(reinterpret_cast<const char*>(r.token.bytes.data()),
                             r.token.bytes.size()))
       .Opt(r.group_key)
       .Opt(r.dead_letter_reason)
-      .Opt(r.dead_letter_description)
-      .Opt(r.message_id)
-      .Opt(r.group_id)
-      .Opt(r.subject)
-      .Opt(r.correlation_id)
-      .Opt(r.content_type)
-      .I64(static_cast<int64_t>(r.properties.size()));
-  for (const auto& [k, v] : r.properties) o.Str(k).Str(v);
-  o.Raw(r.body);  // last, unprefixed: the rest of the value
-  return o.Take();
+      .Opt(r.dead_letter_description);
+  out->clear();
+  out->append(o.View());
+  out->append(payload);
 }
 
-Result<Row> DecodeRow(std::string_view data) {
+Result<Row> DecodeRow(std::string_view data, std::string_view* payload) {
   In in(data);
   Row r;
   if (in.Byte() != kRowVersion) return Malformed("message");
@@ -251,6 +250,7 @@ Result<Row> DecodeRow(std::string_view data) {
   if (state >= kStates) return Malformed("message");
   r.state = static_cast<MessageState>(state);
   r.is_head = in.Byte() != 0;
+  r.redriven = in.Byte() != 0;
   r.priority = static_cast<int32_t>(in.I64());
   r.delivery_count = static_cast<int32_t>(in.I64());
   r.enqueued_at = in.I64();
@@ -258,16 +258,40 @@ Result<Row> DecodeRow(std::string_view data) {
   r.expires_at = in.I64();
   r.locked_until = in.I64();
   r.dead_lettered_at = in.I64();
+  r.body_size = in.I64();
   std::string_view token = in.Raw(r.token.bytes.size());
   if (in.ok()) std::memcpy(r.token.bytes.data(), token.data(), token.size());
   r.group_key = in.Opt();
   r.dead_letter_reason = in.Opt();
   r.dead_letter_description = in.Opt();
-  r.message_id = in.Opt();
-  r.group_id = in.Opt();
-  r.subject = in.Opt();
-  r.correlation_id = in.Opt();
-  r.content_type = in.Opt();
+  if (!in.ok() || r.body_size < 0) return Malformed("message");
+  const std::string_view rest = in.Rest();
+  if (static_cast<uint64_t>(r.body_size) > rest.size()) return Malformed("message");
+  if (payload) *payload = rest;
+  return r;
+}
+
+void EncodePayload(const OutgoingMessage& m, std::string* out) {
+  Out o;
+  o.Opt(m.message_id)
+      .Opt(m.group_id)
+      .Opt(m.subject)
+      .Opt(m.correlation_id)
+      .Opt(m.content_type)
+      .I64(static_cast<int64_t>(m.properties.size()));
+  for (const auto& [k, v] : m.properties) o.Str(k).Str(v);
+  out->append(o.View());
+  out->append(m.body);  // last, unprefixed: the rest of the value
+}
+
+Result<RowPayload> DecodePayload(std::string_view data) {
+  In in(data);
+  RowPayload p;
+  p.message_id = in.Opt();
+  p.group_id = in.Opt();
+  p.subject = in.Opt();
+  p.correlation_id = in.Opt();
+  p.content_type = in.Opt();
   const int64_t props = in.I64();
   if (!in.ok() || props < 0 || static_cast<uint64_t>(props) > data.size()) {
     return Malformed("message");
@@ -275,11 +299,11 @@ Result<Row> DecodeRow(std::string_view data) {
   for (int64_t i = 0; i < props && in.ok(); ++i) {
     std::string k = in.Str();
     std::string v = in.Str();
-    r.properties.emplace(std::move(k), std::move(v));
+    p.properties.emplace(std::move(k), std::move(v));
   }
   if (!in.ok()) return Malformed("message");
-  r.body = std::string(in.Rest());
-  return r;
+  p.body = std::string(in.Rest());
+  return p;
 }
 
 std::string EncodeQueue(const QueueData& q) {

@@ -8,17 +8,21 @@
 //   mqlite/meta        "schema" → token; "last_queue_id"; "last_seq" → i64 (raised when a
 //                      queue is deleted)
 //   mqlite/queue_names name → queue id
-//   mqlite/messages    seq → Row (appended: seqs only grow);
+//   mqlite/messages    seq → row: its header (what the queue rules read and
+//                      change), then its payload (what it was sent with, body
+//                      last; written once, copied as bytes on every rewrite);
 //                      ReceiptKey (seq + 32 bytes) → expires_at, right after its row
 //   mqlite/index       every secondary index, one B-tree, each behind a one-byte tag:
 //     'c' claim        (queue, -priority, seq)    active AND is_head
-//     'a' claim_age    (queue, enqueued_at, seq)  same rows, by age
+//     'r' redriven     (queue, enqueued_at, seq)  the same rows, if redriven (Stats'
+//                      oldest age: the others come in seq order from 'c')
 //     'g' group        (queue, len, group_key, seq) group_key present AND not dead-lettered
 //     'd' due          (queue, visible_at, seq)   scheduled
 //     'l' lease        (queue, locked_until, seq) locked
 //     't' ttl          (queue, expires_at, seq)   expires_at > 0 AND active/deferred/scheduled
 //     'x' dlq          (queue, dead_lettered_at, seq) dead-lettered
-//     's' by_state     (queue, state, seq)        every row
+//     's' by_state     (queue, StateClass, seq)   every row; active and locked share
+//                      class 0, so a claim, an abandon or a renew leaves it alone
 //     'D' dedup expiry (expires_at, queue, key);  'R' receipts (expires_at, key);
 //     'A' attempts (expires_at, id)
 //     ff  queue records: QueueKey (ff + queue id) → QueueData (config, created_at,
@@ -31,8 +35,8 @@
 // indexes (a send touching four small indexes writes one tree, not four roots
 // and their records in the main database); queue records at the end of that
 // tree, beside the by_state entries a send appends; each receipt beside its
-// message's row
-// (docs/lmdb-store.md, "Layout").
+// message's row; and no index a claim would move that a Peek or Stats can do
+// without (docs/lmdb-store.md, "Layout").
 //
 // Changing any of this changes kLmdbSchemaToken; the layout golden test
 // (LmdbStore.KeyLayoutGolden, stores/lmdb/tests/lmdb_store_test.cc) pins
@@ -42,6 +46,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -73,7 +78,7 @@ enum Db : int {
   kReceipts,
   // Kept in mqlite/index behind their tags.
   kClaim,
-  kClaimAge,
+  kRedriven,
   kGroup,
   kDue,
   kLease,
@@ -98,6 +103,37 @@ char IndexTag(Db db);
 
 // ---- Keys ----------------------------------------------------------------------
 
+// A key built in place, without allocating. The longest the store builds is
+// a dedup expiry key: 1 + 8 + 8 + an engine key of at most 160 bytes
+// (store.h); a group key is 1 + 8 + 4 + at most 128 + 8. LMDB allows 511.
+class Key {
+ public:
+  static constexpr size_t kCapacity = 256;
+  Key() = default;
+  explicit Key(std::string_view bytes) { Append(bytes); }
+  Key& Byte(char b) {
+    if (n_ == kCapacity) std::abort();
+    buf_[n_++] = b;
+    return *this;
+  }
+  Key& I64(int64_t v);  // big-endian, sign bit flipped (byte order = numeric order)
+  Key& U32(uint32_t v);
+  Key& Append(std::string_view bytes) {
+    if (bytes.size() > kCapacity - n_) std::abort();  // beyond store.h's key sizes: a bug
+    std::memcpy(buf_.data() + n_, bytes.data(), bytes.size());
+    n_ += bytes.size();
+    return *this;
+  }
+  std::string_view view() const { return std::string_view(buf_.data(), n_); }
+  size_t size() const { return n_; }
+  friend bool operator==(const Key& a, const Key& b) { return a.view() == b.view(); }
+  friend bool operator<(const Key& a, const Key& b) { return a.view() < b.view(); }
+
+ private:
+  std::array<char, kCapacity> buf_;
+  size_t n_ = 0;
+};
+
 // Appends v big-endian with the sign bit flipped (byte order = numeric order).
 inline void AppendI64(std::string* out, int64_t v) {
   uint64_t u = static_cast<uint64_t>(v) ^ (uint64_t{1} << 63);
@@ -109,11 +145,11 @@ inline void AppendI64(std::string* out, int64_t v) {
   out->append(b, 8);
 }
 int64_t ReadI64(const char* p);  // the inverse, from 8 bytes
-std::string SeqKey(int64_t seq);
+Key SeqKey(int64_t seq);
 // A queue's record in mqlite/index: 0xff, then the id — after every index
 // tag, next to the by_state ('s') entries a send appends, so the counter
 // update shares a leaf the send writes anyway.
-std::string QueueKey(int64_t queue_id);
+Key QueueKey(int64_t queue_id);
 inline constexpr char kQueueKeyTag = '\xff';
 // A settlement receipt in mqlite/messages: the engine's key (which begins with
 // the settled seq, big-endian) with the first byte's top bit flipped, so it
@@ -121,29 +157,53 @@ inline constexpr char kQueueKeyTag = '\xff';
 // Complete that deletes the row writes the receipt into the same leaf.
 // Receipt keys are at least 9 bytes (InvalidArgument otherwise, so a key can
 // never be taken for a row or a queue record).
-Result<std::string> ReceiptKey(std::string_view engine_key);
+Result<Key> ReceiptKey(std::string_view engine_key);
 // Index keys: the tag, then (queue, time-or-rank, seq) — 25 bytes.
 inline constexpr size_t kIndexKeySize = 25;
 inline constexpr size_t kIndexTimeAt = 9;  // offset of the middle field
 inline constexpr size_t kIndexSeqAt = 17;  // offset of the seq
-std::string IndexKey(Db db, int64_t queue_id, int64_t b, int64_t seq);
+Key IndexKey(Db db, int64_t queue_id, int64_t b, int64_t seq);
 // The tag and the queue: the start of one queue's entries of `db`.
-std::string IndexPrefix(Db db, int64_t queue_id);
+Key IndexPrefix(Db db, int64_t queue_id);
+// The tag, the queue and the middle field: the start of one queue's entries
+// of `db` with that field (one priority of the claim index, one state class).
+Key IndexPrefix(Db db, int64_t queue_id, int64_t b);
 // Group membership: (tag, queue, u32 length, group key, seq): one group's
 // members are contiguous and in seq order.
-std::string GroupPrefix(int64_t queue_id, std::string_view group_key);
-std::string GroupKey(int64_t queue_id, std::string_view group_key, int64_t seq);
+Key GroupPrefix(int64_t queue_id, std::string_view group_key);
+Key GroupKey(int64_t queue_id, std::string_view group_key, int64_t seq);
 // Expiry twins of the idempotency records: (tag, expires_at, key).
 inline constexpr size_t kExpiryKeyAt = 9;
-std::string ExpiryKey(Db db, int64_t expires_at, std::string_view key);
+Key ExpiryKey(Db db, int64_t expires_at, std::string_view key);
+
+// The by_state index's class of a state: locked rows share class 0 with
+// active ones, so the transitions between them (claim, abandon, lease
+// reclaim) do not move the entry; every other state is its own class.
+inline int64_t StateClass(MessageState s) {
+  return s == MessageState::kLocked ? static_cast<int64_t>(MessageState::kActive)
+                                    : static_cast<int64_t>(s);
+}
 
 // ---- Values ----------------------------------------------------------------------
 
-// A message row: its bookkeeping and what it was sent with
-// (mqlite/store_util.h RowState, RowPayload), copied out of the map.
-struct Row : RowState, RowPayload {};
-std::string EncodeRow(const Row& row);
-Result<Row> DecodeRow(std::string_view data);  // Corruption on a malformed value
+// A message row's header: its bookkeeping (mqlite/store_util.h RowState),
+// whether it was redriven (Stats' oldest age, the 'r' index) and its body's
+// size (the queue's byte counters), copied out of the map. The payload that
+// follows it in the value — ids, subject, properties, body — is written once
+// by a send or a redrive and only ever copied as bytes after that.
+struct Row : RowState {
+  bool redriven = false;
+  int64_t body_size = 0;
+};
+// Appends the value of a row: `header`, then `payload` (EncodePayload's bytes).
+void EncodeRow(const Row& header, std::string_view payload, std::string* out);
+// The header of a stored row; `payload`, if given, is set to the rest of
+// `data` (a view into it). Corruption on a malformed value.
+Result<Row> DecodeRow(std::string_view data, std::string_view* payload = nullptr);
+// What a message was sent with, as a row's payload.
+void EncodePayload(const OutgoingMessage& m, std::string* out);
+// The inverse, copied out; Corruption on a malformed payload.
+Result<RowPayload> DecodePayload(std::string_view payload);
 
 struct QueueData {
   QueueConfig config;

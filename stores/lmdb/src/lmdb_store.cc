@@ -37,7 +37,7 @@
 
 namespace mqlite {
 
-const char* const kLmdbSchemaToken = "mqlite-lmdb-1";
+const char* const kLmdbSchemaToken = "mqlite-lmdb-2";
 
 namespace lmdb_internal {
 namespace {
@@ -93,43 +93,64 @@ std::string Mib(int64_t bytes) {
 }
 
 // Index keys of a row; nullopt = not in that index (layout.h).
-std::optional<std::string> ClaimKeyOf(int64_t seq, const Row& r) {
+std::optional<Key> ClaimKeyOf(int64_t seq, const Row& r) {
   if (!InClaimIndex(r.state, r.is_head)) return std::nullopt;
   return IndexKey(kClaim, r.queue_id, -static_cast<int64_t>(r.priority), seq);
 }
-std::optional<std::string> ClaimAgeKeyOf(int64_t seq, const Row& r) {
-  if (!InClaimIndex(r.state, r.is_head)) return std::nullopt;
-  return IndexKey(kClaimAge, r.queue_id, r.enqueued_at, seq);
+std::optional<Key> RedrivenKeyOf(int64_t seq, const Row& r) {
+  if (!r.redriven || !InClaimIndex(r.state, r.is_head)) return std::nullopt;
+  return IndexKey(kRedriven, r.queue_id, r.enqueued_at, seq);
 }
-std::optional<std::string> GroupKeyOf(int64_t seq, const Row& r) {
+std::optional<Key> GroupKeyOf(int64_t seq, const Row& r) {
   if (!InGroupIndex(r.state, r.group_key.has_value())) return std::nullopt;
   return GroupKey(r.queue_id, *r.group_key, seq);
 }
-std::optional<std::string> DueKeyOf(int64_t seq, const Row& r) {
+std::optional<Key> DueKeyOf(int64_t seq, const Row& r) {
   if (r.state != MessageState::kScheduled) return std::nullopt;
   return IndexKey(kDue, r.queue_id, r.visible_at, seq);
 }
-std::optional<std::string> LeaseKeyOf(int64_t seq, const Row& r) {
+std::optional<Key> LeaseKeyOf(int64_t seq, const Row& r) {
   if (r.state != MessageState::kLocked) return std::nullopt;
   return IndexKey(kLease, r.queue_id, r.locked_until, seq);
 }
-std::optional<std::string> TtlKeyOf(int64_t seq, const Row& r) {
+std::optional<Key> TtlKeyOf(int64_t seq, const Row& r) {
   if (!InTtlIndex(r)) return std::nullopt;
   return IndexKey(kTtl, r.queue_id, r.expires_at, seq);
 }
-std::optional<std::string> DlqKeyOf(int64_t seq, const Row& r) {
+std::optional<Key> DlqKeyOf(int64_t seq, const Row& r) {
   if (r.state != MessageState::kDeadLettered) return std::nullopt;
   return IndexKey(kDlq, r.queue_id, r.dead_lettered_at, seq);
 }
-std::optional<std::string> StateKeyOf(int64_t seq, const Row& r) {
-  return IndexKey(kByState, r.queue_id, S(r.state), seq);
+std::optional<Key> StateKeyOf(int64_t seq, const Row& r) {
+  return IndexKey(kByState, r.queue_id, StateClass(r.state), seq);
 }
 
-Message ToMessage(int64_t seq, const Row& r, const std::string& queue_name) {
-  return mqlite::ToMessage(seq, queue_name, r, r);
+// The Message of row `seq` (header `r`, payload bytes `payload`).
+Result<Message> ToMessage(int64_t seq, const Row& r, std::string_view payload,
+                          const std::string& queue_name) {
+  MQLITE_ASSIGN_OR_RETURN(RowPayload p, DecodePayload(payload));
+  return mqlite::ToMessage(seq, queue_name, r, std::move(p));
 }
 
 class LmdbStore;
+
+// The committed queue records of the store by name, for LmdbTxn::GetQueue:
+// the store is exclusive (SPEC §9), so only its own transactions change
+// them. Only write transactions use it, and they run one at a time; one that
+// creates, changes or deletes a queue bypasses it and clears it when it ends,
+// whether it committed or not (LmdbStore::Run).
+class QueueCache {
+ public:
+  const QueueRecord* Find(std::string_view name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : &it->second;
+  }
+  void Put(const QueueRecord& r) { by_name_.insert_or_assign(r.config.name, r); }
+  void Clear() { by_name_.clear(); }
+
+ private:
+  std::map<std::string, QueueRecord, std::less<>> by_name_;
+};
 
 class LmdbTxn final : public StoreTxn {
  public:
@@ -138,6 +159,9 @@ class LmdbTxn final : public StoreTxn {
 
   bool map_full() const { return map_full_; }
   bool poisoned() const { return poisoned_; }
+  // Whether this transaction created, changed or deleted a queue: the
+  // store's queue cache is then dropped when it ends (LmdbStore::Run).
+  bool queues_changed() const { return queues_changed_; }
   // One read through the transaction: 0, or the error every call now gets
   // (MDB_BAD_TXN once an LMDB call failed inside it; then poisoned()).
   int ProbeTxn() {
@@ -156,39 +180,62 @@ class LmdbTxn final : public StoreTxn {
       }
     }
   }
+  // Writes the queue records this transaction changed (their counters move
+  // with almost every operation, so they are written once, here, rather
+  // than once per message). The store calls it after a body succeeded and
+  // before the commit.
+  Status FlushQueues() {
+    for (auto& [id, slot] : queues_) {
+      if (!slot.dirty || slot.erased) continue;
+      MQLITE_RETURN_IF_ERROR(Put(kQueues, QueueKey(id).view(), EncodeQueue(slot.data)));
+      slot.dirty = false;
+    }
+    return Status::OK();
+  }
 
   // ---- Queues (SPEC §2) ----
 
   Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
     MQLITE_RETURN_IF_ERROR(Writable("UpsertQueue"));
+    queues_changed_ = true;
     MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> id_bytes, Get(kQueueNames, cfg.name));
     if (id_bytes) {
       const int64_t id = ReadI64(id_bytes->data());
-      MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(id));
-      MQLITE_RETURN_IF_ERROR(CheckOrderingChange(q.config, cfg, q.total() > 0));
-      q.config = cfg;
-      MQLITE_RETURN_IF_ERROR(StoreQueue(id, q));
+      MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(id));
+      MQLITE_RETURN_IF_ERROR(CheckOrderingChange(q->config, cfg, q->total() > 0));
+      q->config = cfg;
+      Touch(id);
       if (created) *created = false;
       return QueueRecord{id, cfg};
     }
     MQLITE_ASSIGN_OR_RETURN(int64_t id, Bump(kLastQueueKey, 1));
-    QueueData q;
-    q.config = cfg;
-    q.created_at = now;
-    MQLITE_RETURN_IF_ERROR(StoreQueue(id, q));
-    MQLITE_RETURN_IF_ERROR(Put(kQueueNames, cfg.name, SeqKey(id)));
+    QueueSlot& slot = queues_[id];
+    slot = QueueSlot{};
+    slot.data.config = cfg;
+    slot.data.created_at = now;
+    slot.dirty = true;
+    MQLITE_RETURN_IF_ERROR(Put(kQueueNames, cfg.name, SeqKey(id).view()));
     if (created) *created = true;
     return QueueRecord{id, cfg};
   }
 
   Result<QueueRecord> GetQueue(std::string_view name) override {
+    // The store's cache of committed queue records (exclusive: only its own
+    // transactions change them), for writers; readers run beside a writer
+    // and read the environment.
+    const bool cached = !read_only_ && !queues_changed_;
+    if (cached) {
+      if (const QueueRecord* hit = store_queue_cache_->Find(name)) return *hit;
+    }
     MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> id_bytes, Get(kQueueNames, name));
     if (!id_bytes || id_bytes->size() != 8) {
       return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
     }
     const int64_t id = ReadI64(id_bytes->data());
-    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(id));
-    return QueueRecord{id, q.config};
+    MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(id));
+    QueueRecord r{id, q->config};
+    if (cached) store_queue_cache_->Put(r);
+    return r;
   }
 
   Result<std::vector<QueueRecord>> ListQueues() override {
@@ -200,42 +247,43 @@ class LmdbTxn final : public StoreTxn {
     std::vector<QueueRecord> out;
     out.reserve(ids.size());
     for (int64_t id : ids) {
-      MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(id));
-      out.push_back(QueueRecord{id, std::move(q.config)});
+      MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(id));
+      out.push_back(QueueRecord{id, q->config});
     }
     return out;
   }
 
   Status DeleteQueue(const QueueRecord& queue) override {
     MQLITE_RETURN_IF_ERROR(Writable("DeleteQueue"));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<QueueData> found, FindQueue(queue.id));
-    if (!found) return Status::OK();
-    const QueueData& q = *found;
+    queues_changed_ = true;
+    MQLITE_ASSIGN_OR_RETURN(QueueSlot * slot, FindSlot(queue.id));
+    if (!slot) return Status::OK();
+    const QueueData q = slot->data;
     std::vector<int64_t> seqs;
-    std::string prefix;
-    AppendI64(&prefix, queue.id);
-    MQLITE_RETURN_IF_ERROR(
-        Scan(kByState, IndexPrefix(kByState, queue.id), [&](std::string_view k, std::string_view) {
-          seqs.push_back(ReadI64(k.data() + kIndexSeqAt));
-          return true;
-        }));
+    MQLITE_RETURN_IF_ERROR(Scan(kByState, IndexPrefix(kByState, queue.id).view(),
+                                [&](std::string_view k, std::string_view) {
+                                  seqs.push_back(ReadI64(k.data() + kIndexSeqAt));
+                                  return true;
+                                }));
     for (int64_t seq : seqs) {  // the whole queue goes: no headship to move
       MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
       MQLITE_RETURN_IF_ERROR(EraseRow(seq, r, /*count=*/false));
     }
     // Its dedup records too (a deleted queue's id is never reused: hygiene).
     std::vector<std::string> keys;
-    MQLITE_RETURN_IF_ERROR(Scan(kDedup, prefix, [&](std::string_view k, std::string_view) {
-      keys.emplace_back(k.substr(8));
-      return true;
-    }));
+    MQLITE_RETURN_IF_ERROR(
+        Scan(kDedup, SeqKey(queue.id).view(), [&](std::string_view k, std::string_view) {
+          keys.emplace_back(k.substr(8));
+          return true;
+        }));
     for (const std::string& k : keys) MQLITE_RETURN_IF_ERROR(EraseDedup(queue.id, k));
     // Its highest seq outlives it (never reused, SPEC §3).
     MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> last, Get(kMeta, kLastSeqKey));
     if (!last || last->size() != 8 || ReadI64(last->data()) < q.last_seq) {
-      MQLITE_RETURN_IF_ERROR(Put(kMeta, kLastSeqKey, SeqKey(q.last_seq)));
+      MQLITE_RETURN_IF_ERROR(Put(kMeta, kLastSeqKey, SeqKey(q.last_seq).view()));
     }
-    MQLITE_RETURN_IF_ERROR(Del(kQueues, QueueKey(queue.id)));
+    MQLITE_RETURN_IF_ERROR(Del(kQueues, QueueKey(queue.id).view()));
+    slot->erased = true;
     return Del(kQueueNames, q.config.name);
   }
 
@@ -244,12 +292,11 @@ class LmdbTxn final : public StoreTxn {
   Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
                                        std::span<const EnqueueItem> items) override {
     MQLITE_RETURN_IF_ERROR(Writable("Enqueue"));
-    MQLITE_ASSIGN_OR_RETURN(QueueData qd, RequireQueueData(queue));
+    MQLITE_ASSIGN_OR_RETURN(QueueData * qd, RequireQueueData(queue));
     MQLITE_RETURN_IF_ERROR(CheckRoom());
     int64_t seq = 0;
     std::vector<int64_t> seqs;
     seqs.reserve(items.size());
-    // One counter update for the batch (all active or scheduled, one queue).
     for (const EnqueueItem& it : items) {
       const OutgoingMessage& m = *it.message;
       Row r;
@@ -266,21 +313,18 @@ class LmdbTxn final : public StoreTxn {
       r.enqueued_at = it.enqueued_at;
       r.visible_at = it.visible_at;
       r.expires_at = it.expires_at;
-      r.body = m.body;
-      r.message_id = m.message_id;
-      r.group_id = m.group_id;
-      r.subject = m.subject;
-      r.correlation_id = m.correlation_id;
-      r.content_type = m.content_type;
-      r.properties = m.properties;
+      r.body_size = static_cast<int64_t>(m.body.size());
+      payload_.clear();
+      EncodePayload(m, &payload_);
       seq = NextSeq();
-      MQLITE_RETURN_IF_ERROR(WriteRow(seq, nullptr, r, /*count=*/false, MDB_APPEND));
-      qd.count[S(r.state)] += 1;
-      qd.bytes[S(r.state)] += static_cast<int64_t>(r.body.size());
+      // One counter update for the batch (all active or scheduled, one queue).
+      MQLITE_RETURN_IF_ERROR(InsertRow(seq, r, payload_, /*count=*/false, MDB_APPEND));
+      qd->count[S(r.state)] += 1;
+      qd->bytes[S(r.state)] += r.body_size;
       seqs.push_back(seq);
     }
-    qd.last_seq = std::max(qd.last_seq, seq);
-    MQLITE_RETURN_IF_ERROR(StoreQueue(queue.id, qd));
+    qd->last_seq = std::max(qd->last_seq, seq);
+    Touch(queue.id);
     return seqs;
   }
 
@@ -288,7 +332,7 @@ class LmdbTxn final : public StoreTxn {
     MQLITE_RETURN_IF_ERROR(Writable("CancelScheduled"));
     MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, seq));
     MQLITE_RETURN_IF_ERROR(CheckCancelScheduled(r ? &*r : nullptr, seq));
-    return Remove(seq);
+    return RemoveRow(seq, *r);
   }
 
   // ---- Claim (SPEC §5, §7.4) ----
@@ -306,19 +350,19 @@ class LmdbTxn final : public StoreTxn {
     std::vector<Message> out;
     std::set<int64_t> skipped;
     std::set<std::string> taken_groups;
-    const std::string prefix = IndexPrefix(kClaim, queue.id);
-    std::string resume = IndexKey(kClaim, queue.id, kMin, kMin);
+    const Key prefix = IndexPrefix(kClaim, queue.id);
+    Key resume = IndexKey(kClaim, queue.id, kMin, kMin);
     MQLITE_ASSIGN_OR_RETURN(MDB_cursor * c, CursorOn(kClaim));
     Probe& probe = ProbeRef();
     while (static_cast<int>(out.size()) < req.max_messages) {
-      MDB_val k = V(resume), v{};
+      MDB_val k = V(resume.view()), v{};
       int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
       int64_t seq = 0;
       for (;;) {
         probe.claim_steps.fetch_add(1, std::memory_order_relaxed);  // every cursor call
         if (rc == MDB_NOTFOUND) break;
         if (rc != 0) return Fail(rc, "Claim: seek the claim index");
-        if (!SV(k).starts_with(prefix)) {
+        if (!SV(k).starts_with(prefix.view())) {
           rc = MDB_NOTFOUND;
           break;
         }
@@ -327,12 +371,13 @@ class LmdbTxn final : public StoreTxn {
         rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
       }
       if (rc == MDB_NOTFOUND) break;
-      const std::string key(SV(k));
-      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
+      const Key key(SV(k));
+      std::string_view payload;
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq, &payload));
       if (r.group_key && taken_groups.count(*r.group_key)) {
         skipped.insert(seq);
         resume = key;
-        resume.push_back('\0');  // just past this entry
+        resume.Byte('\0');  // just past this entry
         continue;
       }
       resume = key;  // the candidate leaves the index below
@@ -340,7 +385,7 @@ class LmdbTxn final : public StoreTxn {
       watch_min_.reset();
       if (const Verdict verdict = DecideClaim(r, queue.config, req.now);
           verdict.action != Verdict::Action::kDeliver) {
-        MQLITE_RETURN_IF_ERROR(Apply(seq, verdict, req.now));
+        MQLITE_RETURN_IF_ERROR(ApplyTo(seq, r, verdict, req.now));
       } else {
         const std::optional<std::string> group = r.group_key;
         Row next = r;
@@ -349,10 +394,13 @@ class LmdbTxn final : public StoreTxn {
           next.state = MessageState::kLocked;
           next.token = req.tokens[out.size()];
           next.locked_until = req.locked_until;
-          out.push_back(ToMessage(seq, next, queue.config.name));
-          MQLITE_RETURN_IF_ERROR(WriteRow(seq, &r, next));
+        }
+        // The payload is read before the writes below move the map's pages.
+        MQLITE_ASSIGN_OR_RETURN(Message m, ToMessage(seq, next, payload, queue.config.name));
+        out.push_back(std::move(m));
+        if (peek_lock) {
+          MQLITE_RETURN_IF_ERROR(WriteRow(seq, r, next));
         } else {
-          out.push_back(ToMessage(seq, next, queue.config.name));
           MQLITE_RETURN_IF_ERROR(RemoveRow(seq, r));  // hands headship on
         }
         if (group) taken_groups.insert(*group);
@@ -366,15 +414,16 @@ class LmdbTxn final : public StoreTxn {
   Result<Message> ClaimDeferred(const QueueRecord& queue, int64_t seq, const LockToken& token,
                                 int64_t now, int64_t locked_until) override {
     MQLITE_RETURN_IF_ERROR(Writable("ClaimDeferred"));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, seq));
+    std::string_view payload;
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, seq, &payload));
     MQLITE_RETURN_IF_ERROR(CheckClaimDeferred(r ? &*r : nullptr, queue.config, seq, now));
     Row next = *r;
     next.state = MessageState::kLocked;
     next.delivery_count += 1;
     next.token = token;
     next.locked_until = locked_until;
-    Message m = ToMessage(seq, next, queue.config.name);
-    MQLITE_RETURN_IF_ERROR(WriteRow(seq, &*r, next));
+    MQLITE_ASSIGN_OR_RETURN(Message m, ToMessage(seq, next, payload, queue.config.name));
+    MQLITE_RETURN_IF_ERROR(WriteRow(seq, *r, next));
     return m;
   }
 
@@ -390,11 +439,39 @@ class LmdbTxn final : public StoreTxn {
 
   // ---- Inspection and DLQ (SPEC §6) ----
 
-  // One cursor on by_state per state asked for, merged by seq.
+  // By seq from the by_state index, one cursor per state class asked for,
+  // merged by seq; locked rows share class 0 with active ones, so a Peek of
+  // active messages skips the locked ones it meets there, and a Peek of
+  // locked messages sorts the queue's lease entries instead (both bounded by
+  // the leases in flight, not by the backlog).
   Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {
     MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
+    const int64_t from = o.from_seq == kMax ? kMax : o.from_seq + 1;
+    std::vector<Message> out;
+    auto emit = [&](int64_t seq) -> Status {
+      std::string_view payload;
+      MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq, &payload));
+      if (o.state && r.state != *o.state) return Status::OK();
+      MQLITE_ASSIGN_OR_RETURN(Message m, ToMessage(seq, r, payload, queue.config.name));
+      out.push_back(std::move(m));
+      return Status::OK();
+    };
+    if (o.state == MessageState::kLocked) {
+      std::vector<int64_t> seqs;
+      MQLITE_RETURN_IF_ERROR(Scan(kLease, IndexPrefix(kLease, queue.id).view(),
+                                  [&](std::string_view k, std::string_view) {
+                                    const int64_t seq = ReadI64(k.data() + kIndexSeqAt);
+                                    if (seq >= from) seqs.push_back(seq);
+                                    return true;
+                                  }));
+      std::sort(seqs.begin(), seqs.end());
+      if (seqs.size() > static_cast<size_t>(o.max_messages)) seqs.resize(o.max_messages);
+      for (int64_t seq : seqs) MQLITE_RETURN_IF_ERROR(emit(seq));
+      return out;
+    }
     struct Head {
       MDB_cursor* c = nullptr;
+      int64_t klass = 0;
       int64_t seq = 0;
       bool valid = false;
     };
@@ -405,7 +482,7 @@ class LmdbTxn final : public StoreTxn {
         for (Head& x : *h) mdb_cursor_close(x.c);
       }
     } closer{&heads};
-    auto settle = [&](Head& h, int rc, const MDB_val& k, int state) -> Status {
+    auto settle = [&](Head& h, int rc, const MDB_val& k) -> Status {
       if (rc == MDB_NOTFOUND) {
         h.valid = false;
         return Status::OK();
@@ -413,58 +490,61 @@ class LmdbTxn final : public StoreTxn {
       if (rc != 0) return Fail(rc, "Peek: walk by_state");
       const std::string_view key = SV(k);
       h.valid = key.size() == kIndexKeySize && key[0] == IndexTag(kByState) &&
-                ReadI64(key.data() + 1) == queue.id && ReadI64(key.data() + kIndexTimeAt) == state;
+                ReadI64(key.data() + 1) == queue.id &&
+                ReadI64(key.data() + kIndexTimeAt) == h.klass;
       if (h.valid) h.seq = ReadI64(key.data() + kIndexSeqAt);
       return Status::OK();
     };
-    std::vector<int> states;
     for (int s = 0; s < kStates; ++s) {
-      if (o.state && S(*o.state) != s) continue;
+      const int64_t klass = StateClass(static_cast<MessageState>(s));
+      if (klass != s) continue;  // a state kept in another state's class
+      if (o.state && StateClass(*o.state) != klass) continue;
       Head h;
+      h.klass = klass;
       if (int rc = mdb_cursor_open(T(), dbi(kByState), &h.c); rc != 0) {
         return Fail(rc, "Peek: open a cursor");
       }
       heads.push_back(h);
-      states.push_back(s);
-      const std::string start =
-          IndexKey(kByState, queue.id, s, o.from_seq == kMax ? kMax : o.from_seq + 1);
-      MDB_val k = V(start), v{};
+      const Key start = IndexKey(kByState, queue.id, klass, from);
+      MDB_val k = V(start.view()), v{};
       const int rc = mdb_cursor_get(heads.back().c, &k, &v, MDB_SET_RANGE);
-      MQLITE_RETURN_IF_ERROR(settle(heads.back(), rc, k, s));
+      MQLITE_RETURN_IF_ERROR(settle(heads.back(), rc, k));
     }
-    std::vector<Message> out;
     while (static_cast<int>(out.size()) < o.max_messages) {
       size_t best = heads.size();
       for (size_t i = 0; i < heads.size(); ++i) {
         if (heads[i].valid && (best == heads.size() || heads[i].seq < heads[best].seq)) best = i;
       }
       if (best == heads.size()) break;
-      MQLITE_ASSIGN_OR_RETURN(Row r, Load(heads[best].seq));
-      out.push_back(ToMessage(heads[best].seq, r, queue.config.name));
+      MQLITE_RETURN_IF_ERROR(emit(heads[best].seq));
       MDB_val k{}, v{};
       const int rc = mdb_cursor_get(heads[best].c, &k, &v, MDB_NEXT);
-      MQLITE_RETURN_IF_ERROR(settle(heads[best], rc, k, states[best]));
+      MQLITE_RETURN_IF_ERROR(settle(heads[best], rc, k));
     }
     return out;
   }
 
   Result<QueueStats> Stats(const QueueRecord& queue, int64_t now) override {
-    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(queue.id));
+    MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(queue.id));
     QueueStats st;
-    st.active = q.count[S(MessageState::kActive)];
-    st.locked = q.count[S(MessageState::kLocked)];
-    st.deferred = q.count[S(MessageState::kDeferred)];
-    st.scheduled = q.count[S(MessageState::kScheduled)];
-    st.dead_lettered = q.count[S(MessageState::kDeadLettered)];
-    st.total = q.total();
-    for (int64_t b : q.bytes) st.body_bytes += b;
-    // Oldest claimable (StoreTxn::Stats): active heads by age (the first that
-    // qualifies), then due schedules and lapsed leases (the minimum of what
-    // each bounded walk visits).
+    st.active = q->count[S(MessageState::kActive)];
+    st.locked = q->count[S(MessageState::kLocked)];
+    st.deferred = q->count[S(MessageState::kDeferred)];
+    st.scheduled = q->count[S(MessageState::kScheduled)];
+    st.dead_lettered = q->count[S(MessageState::kDeadLettered)];
+    st.total = q->total();
+    for (int64_t b : q->bytes) st.body_bytes += b;
+    // Oldest claimable (StoreTxn::Stats): the smallest enqueued_at over
+    // bounded walks. The active heads of one priority come in seq order from
+    // the claim index, which is enqueued_at order (seqs and the engine's
+    // clock both grow with every send) for all but redriven messages, and
+    // those come in age order from their own index: in each walk the first
+    // that qualifies is its answer. Due schedules and lapsed leases come in
+    // time order, so each takes the minimum of what it visits.
     std::optional<int64_t> oldest;
-    auto walk = [&](Db db, int64_t until, bool first_only) -> Status {
+    auto walk = [&](Db db, const Key& prefix, int64_t until, bool first_only) -> Status {
       std::vector<int64_t> seqs;
-      MQLITE_RETURN_IF_ERROR(WalkSeqs(db, queue.id, until, kStatsProbeLimit + 1, &seqs));
+      MQLITE_RETURN_IF_ERROR(WalkSeqs(db, prefix, until, kStatsProbeLimit + 1, &seqs));
       for (int64_t seq : seqs) {
         MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
         if (!r.is_head || !WouldDeliver(r, queue.config, now)) continue;
@@ -473,9 +553,15 @@ class LmdbTxn final : public StoreTxn {
       }
       return Status::OK();
     };
-    MQLITE_RETURN_IF_ERROR(walk(kClaimAge, kMax, /*first_only=*/true));
-    MQLITE_RETURN_IF_ERROR(walk(kDue, now, /*first_only=*/false));
-    MQLITE_RETURN_IF_ERROR(walk(kLease, now, /*first_only=*/false));
+    for (int priority = 0; priority <= 9; ++priority) {  // validate.cc: 0–9
+      MQLITE_RETURN_IF_ERROR(
+          walk(kClaim, IndexPrefix(kClaim, queue.id, -priority), kMax, /*first_only=*/true));
+    }
+    MQLITE_RETURN_IF_ERROR(
+        walk(kRedriven, IndexPrefix(kRedriven, queue.id), kMax, /*first_only=*/true));
+    MQLITE_RETURN_IF_ERROR(walk(kDue, IndexPrefix(kDue, queue.id), now, /*first_only=*/false));
+    MQLITE_RETURN_IF_ERROR(
+        walk(kLease, IndexPrefix(kLease, queue.id), now, /*first_only=*/false));
     if (oldest) st.oldest_claimable_age_ms = std::max<int64_t>(0, now - *oldest);
     return st;
   }
@@ -484,21 +570,29 @@ class LmdbTxn final : public StoreTxn {
                           const RedriveOptions& o, int64_t now) override {
     MQLITE_RETURN_IF_ERROR(Writable("Redrive"));
     MQLITE_RETURN_IF_ERROR(RequireQueue(queue));
-    MQLITE_RETURN_IF_ERROR(RequireQueue(target));
+    MQLITE_ASSIGN_OR_RETURN(QueueData * target_data, RequireQueueData(target));
     MQLITE_RETURN_IF_ERROR(CheckRoom());
     std::vector<int64_t> seqs;
     MQLITE_RETURN_IF_ERROR(OldestDead(queue.id, now - o.older_than_ms, o.max_messages, &seqs));
     int64_t moved = 0;
     for (int64_t seq : seqs) {
-      MQLITE_ASSIGN_OR_RETURN(std::optional<Row> old, Find(queue.id, seq));
+      std::string_view payload;
+      MQLITE_ASSIGN_OR_RETURN(std::optional<Row> old, Find(queue.id, seq, &payload));
       if (!old) continue;
-      std::optional<RedrivePlan> plan = PlanRedrive(old->group_id, target.config, now);
+      std::optional<std::string> group_id;
+      if (old->group_key) {  // the group id is in the payload
+        MQLITE_ASSIGN_OR_RETURN(RowPayload p, DecodePayload(payload));
+        group_id = std::move(p.group_id);
+      }
+      std::optional<RedrivePlan> plan = PlanRedrive(group_id, target.config, now);
       if (!plan) continue;
       Row r = *old;
       r.queue_id = target.id;
       r.state = MessageState::kActive;
+      r.redriven = true;  // its enqueued_at is older than its new seq says
       r.group_key = std::move(plan->group_key);
       if (r.group_key) {
+        // (a read: `payload` stays valid)
         MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLive(target.id, *r.group_key));
         r.is_head = !live;
       } else {
@@ -512,9 +606,10 @@ class LmdbTxn final : public StoreTxn {
       r.dead_lettered_at = 0;
       r.dead_letter_reason.reset();
       r.dead_letter_description.reset();
+      const std::string copy(payload);  // before the writes move the map's pages
       const int64_t fresh = NextSeq();
-      MQLITE_RETURN_IF_ERROR(WriteRow(fresh, nullptr, r, /*count=*/true, MDB_APPEND));
-      MQLITE_RETURN_IF_ERROR(AddCounts(target.id, {}, {}, fresh));
+      MQLITE_RETURN_IF_ERROR(InsertRow(fresh, r, copy, /*count=*/true, MDB_APPEND));
+      target_data->last_seq = std::max(target_data->last_seq, fresh);
       MQLITE_RETURN_IF_ERROR(RemoveRow(seq, *old));
       ++moved;
     }
@@ -554,12 +649,13 @@ class LmdbTxn final : public StoreTxn {
   Result<int64_t> PromoteDue(const QueueRecord& queue, int64_t now, int64_t limit) override {
     MQLITE_RETURN_IF_ERROR(Writable("PromoteDue"));
     std::vector<int64_t> seqs;
-    MQLITE_RETURN_IF_ERROR(WalkSeqs(kDue, queue.id, now, limit, &seqs, /*count=*/true));
+    MQLITE_RETURN_IF_ERROR(
+        WalkSeqs(kDue, IndexPrefix(kDue, queue.id), now, limit, &seqs, /*count=*/true));
     for (int64_t seq : seqs) {
       MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
       Row next = r;
       next.state = MessageState::kActive;
-      MQLITE_RETURN_IF_ERROR(WriteRow(seq, &r, next));
+      MQLITE_RETURN_IF_ERROR(WriteRow(seq, r, next));
     }
     return static_cast<int64_t>(seqs.size());
   }
@@ -568,8 +664,8 @@ class LmdbTxn final : public StoreTxn {
                                int64_t limit) override {
     MQLITE_RETURN_IF_ERROR(Writable("ReclaimLocks"));
     std::vector<int64_t> seqs;
-    MQLITE_RETURN_IF_ERROR(
-        WalkSeqs(kLease, queue.id, all_locked ? kMax : now, limit, &seqs, /*count=*/true));
+    MQLITE_RETURN_IF_ERROR(WalkSeqs(kLease, IndexPrefix(kLease, queue.id),
+                                    all_locked ? kMax : now, limit, &seqs, /*count=*/true));
     for (int64_t seq : seqs) {
       MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
       MQLITE_RETURN_IF_ERROR(ApplyTo(seq, r, DecideReclaim(r, queue.config), now));
@@ -580,7 +676,8 @@ class LmdbTxn final : public StoreTxn {
   Result<int64_t> ExpireMessages(const QueueRecord& queue, int64_t now, int64_t limit) override {
     MQLITE_RETURN_IF_ERROR(Writable("ExpireMessages"));
     std::vector<int64_t> seqs;
-    MQLITE_RETURN_IF_ERROR(WalkSeqs(kTtl, queue.id, now, limit, &seqs, /*count=*/true));
+    MQLITE_RETURN_IF_ERROR(
+        WalkSeqs(kTtl, IndexPrefix(kTtl, queue.id), now, limit, &seqs, /*count=*/true));
     const Verdict v = DecideExpire(queue.config);
     for (int64_t seq : seqs) MQLITE_RETURN_IF_ERROR(Apply(seq, v, now));
     return static_cast<int64_t>(seqs.size());
@@ -589,16 +686,17 @@ class LmdbTxn final : public StoreTxn {
   Result<int64_t> EnforceRetention(const QueueRecord& queue, const RetentionBounds& b, int64_t now,
                                    int64_t limit) override {
     MQLITE_RETURN_IF_ERROR(Writable("EnforceRetention"));
-    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(queue.id));
+    MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(queue.id));
     if (!RetentionPass::Bounded(b)) return int64_t{0};
-    RetentionPass pass(b, now, q.count[S(MessageState::kDeadLettered)],
-                       q.bytes[S(MessageState::kDeadLettered)]);
+    RetentionPass pass(b, now, q->count[S(MessageState::kDeadLettered)],
+                       q->bytes[S(MessageState::kDeadLettered)]);
     std::vector<int64_t> candidates;
-    MQLITE_RETURN_IF_ERROR(WalkSeqs(kDlq, queue.id, kMax, limit, &candidates, /*count=*/true));
+    MQLITE_RETURN_IF_ERROR(
+        WalkSeqs(kDlq, IndexPrefix(kDlq, queue.id), kMax, limit, &candidates, /*count=*/true));
     std::vector<std::pair<int64_t, Row>> victims;
     for (int64_t seq : candidates) {
       MQLITE_ASSIGN_OR_RETURN(Row r, Load(seq));
-      if (!pass.Evict(r.dead_lettered_at, static_cast<int64_t>(r.body.size()))) break;
+      if (!pass.Evict(r.dead_lettered_at, r.body_size)) break;
       victims.emplace_back(seq, std::move(r));
     }
     for (const auto& [seq, r] : victims) MQLITE_RETURN_IF_ERROR(RemoveRow(seq, r));
@@ -609,7 +707,8 @@ class LmdbTxn final : public StoreTxn {
 
   Result<std::optional<DedupRecord>> FindDedup(const QueueRecord& queue, std::string_view key,
                                                int64_t now) override {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kDedup, DedupKey(queue.id, key)));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw,
+                            Get(kDedup, DedupKey(queue.id, key).view()));
     if (!raw) return std::optional<DedupRecord>();
     MQLITE_ASSIGN_OR_RETURN(DedupRecord r, DecodeDedup(*raw));
     if (r.expires_at <= now) return std::optional<DedupRecord>();
@@ -619,25 +718,27 @@ class LmdbTxn final : public StoreTxn {
   Status PutDedup(const QueueRecord& queue, std::string_view key, const DedupRecord& r) override {
     MQLITE_RETURN_IF_ERROR(Writable("PutDedup"));
     MQLITE_RETURN_IF_ERROR(EraseDedup(queue.id, key));
-    MQLITE_RETURN_IF_ERROR(Put(kDedup, DedupKey(queue.id, key), EncodeDedup(r)));
-    return Put(kDedupExp, ExpiryKey(kDedupExp, r.expires_at, DedupKey(queue.id, key)), "");
+    const Key k = DedupKey(queue.id, key);
+    MQLITE_RETURN_IF_ERROR(Put(kDedup, k.view(), EncodeDedup(r)));
+    return Put(kDedupExp, ExpiryKey(kDedupExp, r.expires_at, k.view()).view(), "");
   }
 
   Result<bool> FindReceipt(std::string_view key, int64_t now) override {
-    MQLITE_ASSIGN_OR_RETURN(std::string stored, ReceiptKey(key));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kReceipts, stored));
+    MQLITE_ASSIGN_OR_RETURN(Key stored, ReceiptKey(key));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kReceipts, stored.view()));
     return raw && raw->size() == 8 && ReadI64(raw->data()) > now;
   }
 
   Status PutReceipt(std::string_view key, int64_t expires_at) override {
     MQLITE_RETURN_IF_ERROR(Writable("PutReceipt"));
-    MQLITE_ASSIGN_OR_RETURN(std::string stored, ReceiptKey(key));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kReceipts, stored));
+    MQLITE_ASSIGN_OR_RETURN(Key stored, ReceiptKey(key));
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kReceipts, stored.view()));
     if (old && old->size() == 8) {
-      MQLITE_RETURN_IF_ERROR(Del(kReceiptExp, ExpiryKey(kReceiptExp, ReadI64(old->data()), key)));
+      MQLITE_RETURN_IF_ERROR(
+          Del(kReceiptExp, ExpiryKey(kReceiptExp, ReadI64(old->data()), key).view()));
     }
-    MQLITE_RETURN_IF_ERROR(Put(kReceipts, stored, SeqKey(expires_at)));
-    return Put(kReceiptExp, ExpiryKey(kReceiptExp, expires_at, key), "");
+    MQLITE_RETURN_IF_ERROR(Put(kReceipts, stored.view(), SeqKey(expires_at).view()));
+    return Put(kReceiptExp, ExpiryKey(kReceiptExp, expires_at, key).view(), "");
   }
 
   Result<std::optional<AttemptRecord>> FindAttempt(std::string_view id, int64_t now) override {
@@ -653,10 +754,10 @@ class LmdbTxn final : public StoreTxn {
     MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kAttempts, id));
     if (old) {
       MQLITE_ASSIGN_OR_RETURN(AttemptRecord prev, DecodeAttempt(*old));
-      MQLITE_RETURN_IF_ERROR(Del(kAttemptExp, ExpiryKey(kAttemptExp, prev.expires_at, id)));
+      MQLITE_RETURN_IF_ERROR(Del(kAttemptExp, ExpiryKey(kAttemptExp, prev.expires_at, id).view()));
     }
     MQLITE_RETURN_IF_ERROR(Put(kAttempts, id, EncodeAttempt(r)));
-    return Put(kAttemptExp, ExpiryKey(kAttemptExp, r.expires_at, id), "");
+    return Put(kAttemptExp, ExpiryKey(kAttemptExp, r.expires_at, id).view(), "");
   }
 
   Result<int64_t> DropExpiredRecords(int64_t now, int64_t limit) override {
@@ -676,11 +777,13 @@ class LmdbTxn final : public StoreTxn {
           &ProbeRef().maintenance_steps));
       for (const std::string& k : keys) {
         MQLITE_RETURN_IF_ERROR(Del(exp, k));
-        std::string key(std::string_view(k).substr(kExpiryKeyAt));
+        const std::string_view key = std::string_view(k).substr(kExpiryKeyAt);
         if (main == kReceipts) {
-          MQLITE_ASSIGN_OR_RETURN(key, ReceiptKey(key));
+          MQLITE_ASSIGN_OR_RETURN(Key stored, ReceiptKey(key));
+          MQLITE_RETURN_IF_ERROR(Del(main, stored.view()));
+        } else {
+          MQLITE_RETURN_IF_ERROR(Del(main, key));
         }
-        MQLITE_RETURN_IF_ERROR(Del(main, key));
       }
       total += static_cast<int64_t>(keys.size());
     }
@@ -690,7 +793,8 @@ class LmdbTxn final : public StoreTxn {
   // ---- Savepoints and the native handle ----
 
   // A nested write transaction. A read transaction cannot nest in LMDB and
-  // cannot fail part-way, so its body runs directly.
+  // cannot fail part-way, so its body runs directly. The queue records this
+  // transaction holds in memory are rolled back with it.
   Status Savepoint(const std::function<Status(StoreTxn&)>& body) override {
     if (read_only_) return body(*this);
     CloseCursors();  // a parent's cursors cannot be used while a child is open
@@ -699,14 +803,20 @@ class LmdbTxn final : public StoreTxn {
       return Fail(rc, "begin a savepoint (nested transaction)");
     }
     stack_.push_back(child);
+    std::map<int64_t, QueueSlot> saved = queues_;
+    const bool saved_changed = queues_changed_;
     Status s = body(*this);
     CloseCursors();
     stack_.pop_back();
-    if (!s.ok()) {
+    if (s.ok()) {
+      if (int rc = mdb_txn_commit(child); rc != 0) s = Fail(rc, "commit a savepoint");
+    } else {
       mdb_txn_abort(child);
-      return s;
     }
-    if (int rc = mdb_txn_commit(child); rc != 0) return Fail(rc, "commit a savepoint");
+    if (!s.ok()) {
+      queues_ = std::move(saved);
+      queues_changed_ = saved_changed || queues_changed_;  // the cache rule stays conservative
+    }
     return s;
   }
 
@@ -726,6 +836,13 @@ class LmdbTxn final : public StoreTxn {
   }
 
  private:
+  // A queue record read in this transaction, with what it did to it so far.
+  struct QueueSlot {
+    QueueData data;
+    bool dirty = false;   // FlushQueues writes it
+    bool erased = false;  // DeleteQueue removed it
+  };
+
   MDB_txn* T() const { return stack_.back(); }
   MDB_dbi dbi(Db db) const;
   Probe& ProbeRef();
@@ -808,13 +925,14 @@ class LmdbTxn final : public StoreTxn {
     if (rc != MDB_NOTFOUND) return Fail(rc, std::string("walk ") + DbName(db));
     return Status::OK();
   }
-  // Up to `limit` seqs of `queue_id` from an index keyed (queue, time, seq)
-  // whose time ≤ `until`, in index order.
-  Status WalkSeqs(Db db, int64_t queue_id, int64_t until, int64_t limit,
+  // Up to `limit` seqs from the entries of an index keyed (tag, queue, time,
+  // seq) that start with `prefix` (the queue's, or the queue's and one
+  // time) and whose time ≤ `until`, in index order.
+  Status WalkSeqs(Db db, const Key& prefix, int64_t until, int64_t limit,
                   std::vector<int64_t>* seqs, bool count = false) {
     if (limit <= 0) return Status::OK();
     return Scan(
-        db, IndexPrefix(db, queue_id),
+        db, prefix.view(),
         [&](std::string_view k, std::string_view) {
           if (k.size() != kIndexKeySize || ReadI64(k.data() + kIndexTimeAt) > until) return false;
           seqs->push_back(ReadI64(k.data() + kIndexSeqAt));
@@ -825,14 +943,14 @@ class LmdbTxn final : public StoreTxn {
   // Dead letters dead-lettered at or before `cutoff`, oldest first, at most
   // `max` (0 = all).
   Status OldestDead(int64_t queue_id, int64_t cutoff, int64_t max, std::vector<int64_t>* seqs) {
-    return WalkSeqs(kDlq, queue_id, cutoff, max > 0 ? max : kMax, seqs);
+    return WalkSeqs(kDlq, IndexPrefix(kDlq, queue_id), cutoff, max > 0 ? max : kMax, seqs);
   }
 
   // Adds `delta` to the i64 meta counter `name` and returns the new value.
   Result<int64_t> Bump(const char* name, int64_t delta) {
     MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kMeta, name));
     const int64_t now = (raw && raw->size() == 8 ? ReadI64(raw->data()) : 0) + delta;
-    MQLITE_RETURN_IF_ERROR(Put(kMeta, name, SeqKey(now)));
+    MQLITE_RETURN_IF_ERROR(Put(kMeta, name, SeqKey(now).view()));
     return now;
   }
   // The next seq (SPEC §3): the store's counter, never handed out twice in
@@ -840,73 +958,77 @@ class LmdbTxn final : public StoreTxn {
   // every committed one (QueueData::last_seq, meta "last_seq").
   int64_t NextSeq();
 
-  static std::string DedupKey(int64_t queue_id, std::string_view key) {
-    std::string k;
-    AppendI64(&k, queue_id);
-    k.append(key);
-    return k;
+  static Key DedupKey(int64_t queue_id, std::string_view key) {
+    return Key().I64(queue_id).Append(key);
   }
   Status EraseDedup(int64_t queue_id, std::string_view key) {
-    const std::string k = DedupKey(queue_id, key);
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kDedup, k));
+    const Key k = DedupKey(queue_id, key);
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kDedup, k.view()));
     if (!raw) return Status::OK();
     MQLITE_ASSIGN_OR_RETURN(DedupRecord r, DecodeDedup(*raw));
-    MQLITE_RETURN_IF_ERROR(Del(kDedupExp, ExpiryKey(kDedupExp, r.expires_at, k)));
-    return Del(kDedup, k);
+    MQLITE_RETURN_IF_ERROR(Del(kDedupExp, ExpiryKey(kDedupExp, r.expires_at, k.view()).view()));
+    return Del(kDedup, k.view());
   }
 
   // ---- Queues and rows ----
 
-  // Queue `id`'s record, or nothing if there is no such queue.
-  Result<std::optional<QueueData>> FindQueue(int64_t id) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(id)));
-    if (!raw) return std::optional<QueueData>();
+  // Queue `id`'s record as this transaction sees it (read once, then kept
+  // with its changes until FlushQueues), or null if there is no such queue.
+  Result<QueueSlot*> FindSlot(int64_t id) {
+    if (auto it = queues_.find(id); it != queues_.end()) {
+      return it->second.erased ? nullptr : &it->second;
+    }
+    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(id).view()));
+    if (!raw) return static_cast<QueueSlot*>(nullptr);
     MQLITE_ASSIGN_OR_RETURN(QueueData q, DecodeQueue(*raw));
-    return std::optional<QueueData>(std::move(q));
+    QueueSlot& slot = queues_[id];
+    slot.data = std::move(q);
+    return &slot;
   }
-  Result<QueueData> LoadQueue(int64_t id) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<QueueData> q, FindQueue(id));
-    if (!q) return Status::QueueNotFound("queue id " + std::to_string(id) + " does not exist");
-    return std::move(*q);
+  Result<QueueData*> LoadQueue(int64_t id) {
+    MQLITE_ASSIGN_OR_RETURN(QueueSlot * slot, FindSlot(id));
+    if (!slot) return Status::QueueNotFound("queue id " + std::to_string(id) + " does not exist");
+    return &slot->data;
   }
-  Status StoreQueue(int64_t id, const QueueData& q) {
-    return Put(kQueues, QueueKey(id), EncodeQueue(q));
-  }
+  // Marks queue `id`'s record (already loaded) as changed.
+  void Touch(int64_t id) { queues_.at(id).dirty = true; }
   // The queue's record; QueueNotFound naming the queue if it is gone.
-  Result<QueueData> RequireQueueData(const QueueRecord& queue) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<QueueData> q, FindQueue(queue.id));
-    if (!q) {
+  Result<QueueData*> RequireQueueData(const QueueRecord& queue) {
+    MQLITE_ASSIGN_OR_RETURN(QueueSlot * slot, FindSlot(queue.id));
+    if (!slot) {
       return Status::QueueNotFound("queue '" + queue.config.name + "' (id " +
                                    std::to_string(queue.id) + ") does not exist");
     }
-    return std::move(*q);
+    return &slot->data;
   }
   Status RequireQueue(const QueueRecord& queue) { return RequireQueueData(queue).status(); }
-  // Adds to the queue's counters; raises its last_seq to `seq`.
+  // Adds to the queue's counters.
   Status AddCounts(int64_t queue_id, const std::array<int64_t, kStates>& count,
-                   const std::array<int64_t, kStates>& bytes, int64_t seq = 0) {
-    MQLITE_ASSIGN_OR_RETURN(QueueData q, LoadQueue(queue_id));
+                   const std::array<int64_t, kStates>& bytes) {
+    MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(queue_id));
     for (int s = 0; s < kStates; ++s) {
-      q.count[s] += count[s];
-      q.bytes[s] += bytes[s];
+      q->count[s] += count[s];
+      q->bytes[s] += bytes[s];
     }
-    q.last_seq = std::max(q.last_seq, seq);
-    return StoreQueue(queue_id, q);
+    Touch(queue_id);
+    return Status::OK();
   }
 
-  // Message `seq`, or nothing if there is no such row.
-  Result<std::optional<Row>> ReadRow(int64_t seq) {
-    const std::string key = SeqKey(seq);
-    MDB_val k = V(key), v{};
+  // Message `seq`'s header, or nothing if there is no such row; `payload`,
+  // if given, views the rest of its value in the map: valid until the next
+  // write.
+  Result<std::optional<Row>> ReadRow(int64_t seq, std::string_view* payload = nullptr) {
+    const Key key = SeqKey(seq);
+    MDB_val k = V(key.view()), v{};
     const int rc = mdb_get(T(), dbi(kMessages), &k, &v);
     if (rc == MDB_NOTFOUND) return std::optional<Row>();
     if (rc != 0) return Fail(rc, "read mqlite/messages");
-    MQLITE_ASSIGN_OR_RETURN(Row r, DecodeRow(SV(v)));
+    MQLITE_ASSIGN_OR_RETURN(Row r, DecodeRow(SV(v), payload));
     return std::optional<Row>(std::move(r));
   }
   // Message `seq`, which an index or the caller says exists.
-  Result<Row> Load(int64_t seq) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, ReadRow(seq));
+  Result<Row> Load(int64_t seq, std::string_view* payload = nullptr) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, ReadRow(seq, payload));
     if (!r) {
       return Status::Corruption("LMDB store: an index names message " + std::to_string(seq) +
                                 ", which does not exist");
@@ -915,44 +1037,44 @@ class LmdbTxn final : public StoreTxn {
   }
   // Message `seq` if it belongs to `queue_id` (SPEC §2: another queue's seq
   // is unknown here).
-  Result<std::optional<Row>> Find(int64_t queue_id, int64_t seq) {
-    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, ReadRow(seq));
+  Result<std::optional<Row>> Find(int64_t queue_id, int64_t seq,
+                                  std::string_view* payload = nullptr) {
+    MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, ReadRow(seq, payload));
     if (r && r->queue_id != queue_id) r.reset();
     return r;
   }
 
   Result<bool> GroupHasLive(int64_t queue_id, const std::string& key) {
-    const std::string prefix = GroupPrefix(queue_id, key);
+    const Key prefix = GroupPrefix(queue_id, key);
     bool live = false;
-    MQLITE_RETURN_IF_ERROR(Scan(kGroup, prefix, [&](std::string_view k, std::string_view) {
+    MQLITE_RETURN_IF_ERROR(Scan(kGroup, prefix.view(), [&](std::string_view k, std::string_view) {
       live = k.size() == prefix.size() + 8;
       return false;
     }));
     return live;
   }
 
-  Status Reindex(Db db, const std::optional<std::string>& before,
-                 const std::optional<std::string>& after) {
+  Status Reindex(Db db, const std::optional<Key>& before, const std::optional<Key>& after) {
     if (before == after) return Status::OK();
-    if (before) MQLITE_RETURN_IF_ERROR(Del(db, *before));
-    if (after) MQLITE_RETURN_IF_ERROR(Put(db, *after, ""));
+    if (before) MQLITE_RETURN_IF_ERROR(Del(db, before->view()));
+    if (after) MQLITE_RETURN_IF_ERROR(Put(db, after->view(), ""));
     return Status::OK();
   }
 
   // Moves every index entry (and, when `count`, the counters) of row `seq`
   // from `before` to `after` (nullptr = absent).
   Status IndexRow(int64_t seq, const Row* before, const Row* after, bool count) {
-    auto of = [&](auto key_fn, const Row* r) -> std::optional<std::string> {
+    auto of = [&](auto key_fn, const Row* r) -> std::optional<Key> {
       return r ? key_fn(seq, *r) : std::nullopt;
     };
-    const std::optional<std::string> claim_before = of(ClaimKeyOf, before);
-    const std::optional<std::string> claim_after = of(ClaimKeyOf, after);
+    const std::optional<Key> claim_before = of(ClaimKeyOf, before);
+    const std::optional<Key> claim_after = of(ClaimKeyOf, after);
     MQLITE_RETURN_IF_ERROR(Reindex(kClaim, claim_before, claim_after));
     if (watch_ && claim_after && claim_after != claim_before &&
         (!watch_min_ || *claim_after < *watch_min_)) {
       watch_min_ = claim_after;
     }
-    MQLITE_RETURN_IF_ERROR(Reindex(kClaimAge, of(ClaimAgeKeyOf, before), of(ClaimAgeKeyOf, after)));
+    MQLITE_RETURN_IF_ERROR(Reindex(kRedriven, of(RedrivenKeyOf, before), of(RedrivenKeyOf, after)));
     MQLITE_RETURN_IF_ERROR(Reindex(kGroup, of(GroupKeyOf, before), of(GroupKeyOf, after)));
     MQLITE_RETURN_IF_ERROR(Reindex(kDue, of(DueKeyOf, before), of(DueKeyOf, after)));
     MQLITE_RETURN_IF_ERROR(Reindex(kLease, of(LeaseKeyOf, before), of(LeaseKeyOf, after)));
@@ -966,7 +1088,7 @@ class LmdbTxn final : public StoreTxn {
     auto delta = [](std::array<int64_t, kStates>* c, std::array<int64_t, kStates>* b,
                     const Row& r, int64_t sign) {
       (*c)[S(r.state)] += sign;
-      (*b)[S(r.state)] += sign * static_cast<int64_t>(r.body.size());
+      (*b)[S(r.state)] += sign * r.body_size;
     };
     std::array<int64_t, kStates> c{}, b{};
     if (before) delta(&c, &b, *before, -1);
@@ -976,18 +1098,38 @@ class LmdbTxn final : public StoreTxn {
       b = {};
     }
     if (after) delta(&c, &b, *after, +1);
-    MQLITE_RETURN_IF_ERROR(AddCounts(after ? after->queue_id : before->queue_id, c, b));
-    return Status::OK();
+    return AddCounts(after ? after->queue_id : before->queue_id, c, b);
   }
 
-  Status WriteRow(int64_t seq, const Row* before, const Row& after, bool count = true,
-                  unsigned flags = 0) {
-    MQLITE_RETURN_IF_ERROR(IndexRow(seq, before, &after, count));
-    return Put(kMessages, SeqKey(seq), EncodeRow(after), flags);
+  // A new row (a send or a redrive) with the payload bytes given.
+  Status InsertRow(int64_t seq, const Row& row, std::string_view payload, bool count,
+                   unsigned flags) {
+    MQLITE_RETURN_IF_ERROR(IndexRow(seq, nullptr, &row, count));
+    EncodeRow(row, payload, &value_);
+    return Put(kMessages, SeqKey(seq).view(), value_, flags);
+  }
+  // Row `seq` (`before` as just read) changes to `after`; its payload bytes
+  // are copied over from the stored value.
+  Status WriteRow(int64_t seq, const Row& before, const Row& after) {
+    MQLITE_RETURN_IF_ERROR(IndexRow(seq, &before, &after, /*count=*/true));
+    MQLITE_ASSIGN_OR_RETURN(MDB_cursor * c, WriteCursorOn(kMessages));
+    const Key key = SeqKey(seq);
+    MDB_val k = V(key.view()), v{};
+    if (int rc = mdb_cursor_get(c, &k, &v, MDB_SET); rc != 0) {
+      return Fail(rc, "rewrite a message in mqlite/messages");
+    }
+    std::string_view payload;
+    MQLITE_RETURN_IF_ERROR(DecodeRow(SV(v), &payload).status());
+    EncodeRow(after, payload, &value_);  // copied out of the map before the put
+    MDB_val nv = V(value_);
+    if (int rc = mdb_cursor_put(c, &k, &nv, MDB_CURRENT); rc != 0) {
+      return Fail(rc, "rewrite a message in mqlite/messages");
+    }
+    return Status::OK();
   }
   Status EraseRow(int64_t seq, const Row& before, bool count = true) {
     MQLITE_RETURN_IF_ERROR(IndexRow(seq, &before, nullptr, count));
-    return Del(kMessages, SeqKey(seq));
+    return Del(kMessages, SeqKey(seq).view());
   }
 
   // ---- Transitions that keep headship right ----
@@ -995,9 +1137,9 @@ class LmdbTxn final : public StoreTxn {
   // Makes the lowest-seq live member of the group its head, after the old
   // head left (one seek of the group index).
   Status PromoteNext(int64_t queue_id, const std::string& key) {
-    const std::string prefix = GroupPrefix(queue_id, key);
+    const Key prefix = GroupPrefix(queue_id, key);
     std::optional<int64_t> next_seq;
-    MQLITE_RETURN_IF_ERROR(Scan(kGroup, prefix, [&](std::string_view k, std::string_view) {
+    MQLITE_RETURN_IF_ERROR(Scan(kGroup, prefix.view(), [&](std::string_view k, std::string_view) {
       if (k.size() == prefix.size() + 8) next_seq = ReadI64(k.data() + prefix.size());
       return false;
     }));
@@ -1006,7 +1148,7 @@ class LmdbTxn final : public StoreTxn {
     if (r.is_head) return Status::OK();
     Row next = r;
     next.is_head = true;
-    return WriteRow(*next_seq, &r, next);
+    return WriteRow(*next_seq, r, next);
   }
 
   // Deletes row `seq` (as just read) and hands headship on.
@@ -1025,7 +1167,7 @@ class LmdbTxn final : public StoreTxn {
                     const std::optional<std::string>& description, int64_t now) {
     Row next = r;
     DeadLetterRow(reason, description, now, &next);
-    MQLITE_RETURN_IF_ERROR(WriteRow(seq, &r, next));
+    MQLITE_RETURN_IF_ERROR(WriteRow(seq, r, next));
     if (r.is_head && r.group_key) return PromoteNext(r.queue_id, *r.group_key);
     return Status::OK();
   }
@@ -1038,7 +1180,7 @@ class LmdbTxn final : public StoreTxn {
       case Verdict::Action::kRenew: {
         Row next = r;
         ApplyToRow(v, &next);
-        return WriteRow(seq, &r, next);
+        return WriteRow(seq, r, next);
       }
       case Verdict::Action::kDeadLetter:
         return DeadLetter(seq, r, v.reason, v.description, now);
@@ -1055,16 +1197,22 @@ class LmdbTxn final : public StoreTxn {
   }
 
   LmdbStore* const store_;
+  QueueCache* const store_queue_cache_;
   std::vector<MDB_txn*> stack_;  // the Run's transaction, then open savepoints
   const bool read_only_;
   bool map_full_ = false;
   bool poisoned_ = false;
+  bool queues_changed_ = false;
   std::array<MDB_cursor*, kDbCount> cursors_{};
   std::array<MDB_cursor*, kDbCount> write_cursors_{};  // Put and Del only
+  std::map<int64_t, QueueSlot> queues_;  // by queue id
+  std::string payload_;  // scratch: the payload of a message being sent
+  std::string value_;    // scratch: a row's value being written
   // Claim's watch on claim-index inserts (see Claim).
   bool watch_ = false;
-  std::optional<std::string> watch_min_;
+  std::optional<Key> watch_min_;
 };
+
 
 class LmdbStore final : public Store {
  public:
@@ -1131,7 +1279,9 @@ class LmdbStore final : public Store {
         }
         LmdbTxn t(this, txn, /*read_only=*/false);
         s = body(t);
+        if (s.ok()) s = t.FlushQueues();
         t.CloseCursors();
+        if (t.queues_changed()) queue_cache_.Clear();
         // A Tx that failed may have failed because an LMDB call of the
         // application's poisoned the transaction (its MDB_MAP_FULL never
         // reached the store).
@@ -1251,13 +1401,14 @@ class LmdbStore final : public Store {
   const int64_t cap_ = std::max(options_.max_map_bytes, map_size_.load());
   const int64_t page_size_;
   int64_t last_seq_;  // the last seq handed out; only the writer touches it
+  QueueCache queue_cache_;  // only the writer touches it
   Probe probe_;
 
   friend class LmdbTxn;
 };
 
 LmdbTxn::LmdbTxn(LmdbStore* store, MDB_txn* txn, bool read_only)
-    : store_(store), stack_{txn}, read_only_(read_only) {}
+    : store_(store), store_queue_cache_(&store->queue_cache_), stack_{txn}, read_only_(read_only) {}
 
 MDB_dbi LmdbTxn::dbi(Db db) const { return store_->dbi(Physical(db)); }
 int64_t LmdbTxn::NextSeq() { return ++store_->last_seq_; }

@@ -279,28 +279,31 @@ TEST(LmdbStore, KeyLayoutGolden) {
   const std::vector<std::string> dump = Dump(d.env());
   std::string joined;
   for (const std::string& line : dump) joined += line + "\n";
-  EXPECT_EQ(kLmdbSchemaToken, std::string("mqlite-lmdb-1"));
+  EXPECT_EQ(kLmdbSchemaToken, std::string("mqlite-lmdb-2"));
   // Read as: sub-database, key hex = value hex. i64s are big-endian with the
   // sign bit flipped (1 → 8000000000000001); kT0 = 8000018bcfe56800. In
   // mqlite/index the first byte is the index's tag: 44 'D' dedup expiry,
-  // 61 'a' claim_age, 63 'c' claim, 64 'd' due, 67 'g' group, 73 's' by_state,
-  // 74 't' ttl. Seq 1 is an active group head (claim key priority -3 →
-  // 7ff...fd), seq 2 a scheduled member behind it (due at kT0 + 5 s, ttl at
-  // due + 60 s). The queue record (in mqlite/index, key ff + id, after every
-  // index) ends with its last_seq (2) and (count, bytes) per state; rows end
-  // with the body. No meta "last_seq": it is written only when a queue
-  // is deleted.
+  // 63 'c' claim, 64 'd' due, 67 'g' group, 73 's' by_state (class 0 for
+  // active and locked), 74 't' ttl. Seq 1 is an active group head (claim key
+  // priority -3 → 7ff...fd), seq 2 a scheduled member behind it (due at
+  // kT0 + 5 s, ttl at due + 60 s). The queue record (in mqlite/index, key
+  // ff + id, after every index) ends with its last_seq (2) and (count, bytes)
+  // per state. A row is its header — version 02, queue, state, is_head,
+  // redriven, priority, delivery count, enqueued/visible/expires/locked-until/
+  // dead-lettered times, body size, token, then group key and dead-letter
+  // reason and description behind presence bytes — then its payload: ids,
+  // subject, content type, properties, and the body last. No meta
+  // "last_seq": it is written only when a queue is deleted.
   const char* const kGolden =
       "mqlite/attempts\n"
-      "mqlite/dedup 8000000000000001684814d92093ac8a0f4a2163ab87dee509ba306a58f5888be0edcb2fcd071"
-      "2028b = 80000000000000028000018bcfe652604814d92093ac8a0f4a2163ab87dee509ba306a58f5888be0ed"
-      "cb2fcd0712028b\n"
-      "mqlite/dedup 8000000000000001696d31 = 80000000000000018000018bcfe652607dc96f776c8423e57a27"
-      "85489a3f9c43fb6e756876d6ad9a9cac4aa4e72ec193\n"
-      "mqlite/index 448000018bcfe652608000000000000001684814d92093ac8a0f4a2163ab87dee509ba306a58f"
-      "5888be0edcb2fcd0712028b = \n"
+      "mqlite/dedup 8000000000000001684814d92093ac8a0f4a2163ab87dee509ba306a58f5888be0edcb2fc"
+      "d0712028b = 80000000000000028000018bcfe652604814d92093ac8a0f4a2163ab87dee509ba306a58f588"
+      "8be0edcb2fcd0712028b\n"
+      "mqlite/dedup 8000000000000001696d31 = 80000000000000018000018bcfe652607dc96f776c8423e5"
+      "7a2785489a3f9c43fb6e756876d6ad9a9cac4aa4e72ec193\n"
+      "mqlite/index 448000018bcfe652608000000000000001684814d92093ac8a0f4a2163ab87dee509ba306"
+      "a58f5888be0edcb2fcd0712028b = \n"
       "mqlite/index 448000018bcfe652608000000000000001696d31 = \n"
-      "mqlite/index 6180000000000000018000018bcfe568008000000000000001 = \n"
       "mqlite/index 6380000000000000017ffffffffffffffd8000000000000001 = \n"
       "mqlite/index 6480000000000000018000018bcfe57b888000000000000002 = \n"
       "mqlite/index 67800000000000000100000001678000000000000001 = \n"
@@ -308,20 +311,21 @@ TEST(LmdbStore, KeyLayoutGolden) {
       "mqlite/index 73800000000000000180000000000000008000000000000001 = \n"
       "mqlite/index 73800000000000000180000000000000038000000000000002 = \n"
       "mqlite/index 7480000000000000018000018bcfe665e88000000000000002 = \n"
-      "mqlite/index ff8000000000000001 = 0100000001718000000000007530800000000000000a800000000000"
-      "000001800000000000ea6001800000000000000080000000000000008000000000000000800000000000000080"
-      "00018bcfe568008000000000000002800000000000000180000000000000028000000000000000800000000000"
-      "000080000000000000008000000000000000800000000000000180000000000000028000000000000000800000"
-      "0000000000\n"
-      "mqlite/messages 8000000000000001 = 0180000000000000010001800000000000000380000000000000008"
-      "000018bcfe568008000018bcfe5680080000000000000008000000000000000800000000000000000000000000"
-      "000000000000000000000010000000167000001000000026d31010000000167000000800000000000000100000"
-      "0016b00000001766231\n"
-      "mqlite/messages 8000000000000002 = 0180000000000000010300800000000000000080000000000000008"
-      "000018bcfe568008000018bcfe57b888000018bcfe665e88000000000000000800000000000000000000000000"
-      "00000000000000000000001000000016700000001000000016700000080000000000000006232\n"
+      "mqlite/index ff8000000000000001 = 0100000001718000000000007530800000000000000a80000000"
+      "0000000001800000000000ea6001800000000000000080000000000000008000000000000000800000000000"
+      "00008000018bcfe5680080000000000000028000000000000001800000000000000280000000000000008000"
+      "0000000000008000000000000000800000000000000080000000000000018000000000000002800000000000"
+      "00008000000000000000\n"
+      "mqlite/messages 8000000000000001 = 028000000000000001000100800000000000000380000000000"
+      "000008000018bcfe568008000018bcfe56800800000000000000080000000000000008000000000000000800"
+      "000000000000200000000000000000000000000000000010000000167000001000000026d310100000001670"
+      "000008000000000000001000000016b00000001766231\n"
+      "mqlite/messages 8000000000000002 = 028000000000000001030000800000000000000080000000000"
+      "000008000018bcfe568008000018bcfe57b888000018bcfe665e880000000000000008000000000000000800"
+      "0000000000002000000000000000000000000000000000100000001670000000100000001670000008000000"
+      "0000000006232\n"
       "mqlite/meta 6c6173745f71756575655f6964 = 8000000000000001\n"
-      "mqlite/meta 736368656d61 = 6d716c6974652d6c6d64622d31\n"
+      "mqlite/meta 736368656d61 = 6d716c6974652d6c6d64622d32\n"
       "mqlite/queue_names 71 = 8000000000000001\n";
   EXPECT_EQ(joined, kGolden);
 }
@@ -347,7 +351,7 @@ TEST(LmdbStore, AReceiptIsStoredBesideItsMessage) {
     // The receipt answers a replay (§7.2).
     MQ_ASSERT_OK(e->Complete("q", seq, got->front().lock_token));
   }
-  const std::string row = "mqlite/messages " + Hex(lmdb_internal::SeqKey(seq));
+  const std::string row = "mqlite/messages " + Hex(lmdb_internal::SeqKey(seq).view());
   int receipts = 0;
   for (const std::string& line : Dump(d.env())) {
     if (line.rfind(row, 0) != 0) continue;
