@@ -15,10 +15,13 @@ bool NameChar(char c) {
          c == '_' || c == ':' || c == '/' || c == '-';
 }
 
-Status CheckOptionalLen(std::string_view where, std::string_view field,
+// `where()` names the message; it is built only for an error (a send
+// validates every message of every batch).
+template <class Where>
+Status CheckOptionalLen(const Where& where, std::string_view field,
                         const std::optional<std::string>& v, size_t max) {
   if (v && v->size() > max) {
-    return Status::InvalidArgument(Str(where) + ": " + Str(field) + " is " +
+    return Status::InvalidArgument(where() + ": " + Str(field) + " is " +
                                    std::to_string(v->size()) + " bytes (max " +
                                    std::to_string(max) + ")");
   }
@@ -193,10 +196,10 @@ Status ValidatePeek(std::string_view queue, const PeekOptions& o) {
 Status BuildEnqueueItem(const QueueRecord& queue, const EngineOptions& engine,
                         const OutgoingMessage& m, size_t slot, int64_t now, EnqueueItem* item) {
   const QueueConfig& c = queue.config;
-  std::string where = QueueLabel(c.name) + ": message " + std::to_string(slot);
+  auto where = [&] { return QueueLabel(c.name) + ": message " + std::to_string(slot); };
   int64_t max_bytes = c.max_message_bytes > 0 ? c.max_message_bytes : engine.max_message_bytes;
   if (static_cast<int64_t>(m.body.size()) > max_bytes) {
-    return Status::MessageTooLarge(where + ": body is " + std::to_string(m.body.size()) +
+    return Status::MessageTooLarge(where() + ": body is " + std::to_string(m.body.size()) +
                                    " bytes (max_message_bytes " + std::to_string(max_bytes) + ")");
   }
   MQLITE_RETURN_IF_ERROR(CheckOptionalLen(where, "message_id", m.message_id, kMaxIdBytes));
@@ -205,39 +208,39 @@ Status BuildEnqueueItem(const QueueRecord& queue, const EngineOptions& engine,
   MQLITE_RETURN_IF_ERROR(CheckOptionalLen(where, "subject", m.subject, kMaxTextBytes));
   MQLITE_RETURN_IF_ERROR(CheckOptionalLen(where, "content_type", m.content_type, kMaxTextBytes));
   if (m.properties.size() > kMaxProperties) {
-    return Status::InvalidArgument(where + ": " + std::to_string(m.properties.size()) +
+    return Status::InvalidArgument(where() + ": " + std::to_string(m.properties.size()) +
                                    " properties (max 64)");
   }
   for (const auto& [k, v] : m.properties) {
     if (k.empty() || k.size() > kMaxPropertyKeyBytes) {
-      return Status::InvalidArgument(where + ": property key must be 1-128 bytes");
+      return Status::InvalidArgument(where() + ": property key must be 1-128 bytes");
     }
     if (v.size() > kMaxPropertyValueBytes) {
-      return Status::InvalidArgument(where + ": property '" + k + "' value is " +
+      return Status::InvalidArgument(where() + ": property '" + k + "' value is " +
                                      std::to_string(v.size()) + " bytes (max 4096)");
     }
   }
   if (m.priority < 0 || m.priority > 9) {
-    return Status::InvalidArgument(where + ": priority " + std::to_string(m.priority) +
+    return Status::InvalidArgument(where() + ": priority " + std::to_string(m.priority) +
                                    " outside 0-9");
   }
   if (m.delay_ms < 0 || m.delay_ms > kMaxDelayMs) {
-    return Status::InvalidArgument(where + ": delay_ms " + std::to_string(m.delay_ms) +
+    return Status::InvalidArgument(where() + ": delay_ms " + std::to_string(m.delay_ms) +
                                    " outside 0-365 days");
   }
   if (m.schedule_at_ms < 0 || m.schedule_at_ms > now + kMaxDelayMs) {
-    return Status::InvalidArgument(where + ": schedule_at_ms " + std::to_string(m.schedule_at_ms) +
+    return Status::InvalidArgument(where() + ": schedule_at_ms " + std::to_string(m.schedule_at_ms) +
                                    " is negative or more than 365 days ahead");
   }
   if (m.delay_ms > 0 && m.schedule_at_ms > 0) {
-    return Status::InvalidArgument(where + ": set delay_ms or schedule_at_ms, not both");
+    return Status::InvalidArgument(where() + ": set delay_ms or schedule_at_ms, not both");
   }
   if (m.ttl_ms < 0 || m.ttl_ms > kMaxTtlMs) {
-    return Status::InvalidArgument(where + ": ttl_ms " + std::to_string(m.ttl_ms) +
+    return Status::InvalidArgument(where() + ": ttl_ms " + std::to_string(m.ttl_ms) +
                                    " must be 0 (queue default) or a positive duration");
   }
   if (c.ordering == Ordering::kGroupFifo && !m.group_id) {
-    return Status::GroupRequired(where + ": group_fifo queue requires a group_id");
+    return Status::GroupRequired(where() + ": group_fifo queue requires a group_id");
   }
 
   item->message = &m;

@@ -11,21 +11,28 @@ constexpr char kRowVersion = 2;
 constexpr char kQueueVersion = 1;
 
 // Values: fixed-width integers in the key encoding, strings as a u32 length
-// and the bytes, optional strings behind a presence byte.
+// and the bytes, optional strings behind a presence byte. Appends to a
+// string of the caller's (a scratch buffer reused across rows), or to its own.
 class Out {
  public:
+  Out() : s_(&own_) {}
+  explicit Out(std::string* out) : s_(out) {}
+  Out(const Out&) = delete;
+  Out& operator=(const Out&) = delete;
   Out& I64(int64_t v) {
-    AppendI64(&s_, v);
+    AppendI64(s_, v);
     return *this;
   }
   Out& Byte(uint8_t b) {
-    s_.push_back(static_cast<char>(b));
+    s_->push_back(static_cast<char>(b));
     return *this;
   }
   Out& Str(std::string_view v) {
     const uint32_t n = static_cast<uint32_t>(v.size());
-    for (int i = 3; i >= 0; --i) s_.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-    s_.append(v);
+    const char len[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                         static_cast<char>(n >> 8), static_cast<char>(n)};
+    s_->append(len, 4);
+    s_->append(v);
     return *this;
   }
   Out& Opt(const std::optional<std::string>& v) {
@@ -34,14 +41,14 @@ class Out {
     return *this;
   }
   Out& Raw(std::string_view v) {
-    s_.append(v);
+    s_->append(v);
     return *this;
   }
-  std::string Take() { return std::move(s_); }
-  std::string_view View() const { return s_; }
+  std::string Take() { return std::move(*s_); }
 
  private:
-  std::string s_;
+  std::string own_;
+  std::string* s_;
 };
 
 // Reads what Out wrote; any short read makes ok() false for good.
@@ -217,8 +224,12 @@ Key ExpiryKey(Db db, int64_t expires_at, std::string_view key) {
 // the body size), then the payload. The header's fixed part comes first, so
 // a decode reads it with fixed offsets before the three optional strings.
 void EncodeRow(const Row& r, std::string_view payload, std::string* out) {
-  Out o;
-  o.Byte(kRowVersion)
+  auto opt_size = [](const std::optional<std::string>& v) { return v ? 5 + v->size() : 1; };
+  out->clear();
+  out->reserve(4 + 9 * 8 + 16 + opt_size(r.group_key) + opt_size(r.dead_letter_reason) +
+               opt_size(r.dead_letter_description) + payload.size());
+  Out(out)
+      .Byte(kRowVersion)
       .I64(r.queue_id)
       .Byte(static_cast<uint8_t>(r.state))
       .Byte(r.is_head ? 1 : 0)
@@ -235,10 +246,8 @@ void EncodeRow(const Row& r, std::string_view payload, std::string* out) {
                             r.token.bytes.size()))
       .Opt(r.group_key)
       .Opt(r.dead_letter_reason)
-      .Opt(r.dead_letter_description);
-  out->clear();
-  out->append(o.View());
-  out->append(payload);
+      .Opt(r.dead_letter_description)
+      .Raw(payload);
 }
 
 Result<Row> DecodeRow(std::string_view data, std::string_view* payload) {
@@ -272,15 +281,14 @@ Result<Row> DecodeRow(std::string_view data, std::string_view* payload) {
 }
 
 void EncodePayload(const OutgoingMessage& m, std::string* out) {
-  Out o;
-  o.Opt(m.message_id)
+  Out(out)
+      .Opt(m.message_id)
       .Opt(m.group_id)
       .Opt(m.subject)
       .Opt(m.correlation_id)
       .Opt(m.content_type)
       .I64(static_cast<int64_t>(m.properties.size()));
-  for (const auto& [k, v] : m.properties) o.Str(k).Str(v);
-  out->append(o.View());
+  for (const auto& [k, v] : m.properties) Out(out).Str(k).Str(v);
   out->append(m.body);  // last, unprefixed: the rest of the value
 }
 

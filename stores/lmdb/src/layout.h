@@ -195,12 +195,13 @@ struct Row : RowState {
   bool redriven = false;
   int64_t body_size = 0;
 };
-// Appends the value of a row: `header`, then `payload` (EncodePayload's bytes).
+// The value of a row in `out`: `header`, then `payload` (EncodePayload's
+// bytes; a send passes none and appends them with EncodePayload).
 void EncodeRow(const Row& header, std::string_view payload, std::string* out);
 // The header of a stored row; `payload`, if given, is set to the rest of
 // `data` (a view into it). Corruption on a malformed value.
 Result<Row> DecodeRow(std::string_view data, std::string_view* payload = nullptr);
-// What a message was sent with, as a row's payload.
+// Appends what a message was sent with, as a row's payload.
 void EncodePayload(const OutgoingMessage& m, std::string* out);
 // The inverse, copied out; Corruption on a malformed payload.
 Result<RowPayload> DecodePayload(std::string_view payload);

@@ -134,22 +134,37 @@ Result<Message> ToMessage(int64_t seq, const Row& r, std::string_view payload,
 
 class LmdbStore;
 
-// The committed queue records of the store by name, for LmdbTxn::GetQueue:
-// the store is exclusive (SPEC §9), so only its own transactions change
-// them. Only write transactions use it, and they run one at a time; one that
-// creates, changes or deletes a queue bypasses it and clears it when it ends,
+// The committed queue records of the store (config, counters, last seq), by
+// id and by name, so that a write transaction neither looks its queue up in
+// two sub-databases nor decodes its record: the store is exclusive (SPEC §9),
+// so only its own transactions change them. Only write transactions use it,
+// and they run one at a time. A transaction fills it with what it reads
+// before changing it, and publishes its queue records after its commit; one
+// that creates, changes or deletes a queue clears it instead when it ends,
 // whether it committed or not (LmdbStore::Run).
 class QueueCache {
  public:
-  const QueueRecord* Find(std::string_view name) const {
-    auto it = by_name_.find(name);
-    return it == by_name_.end() ? nullptr : &it->second;
+  std::optional<int64_t> IdOf(std::string_view name) const {
+    auto it = ids_.find(name);
+    if (it == ids_.end()) return std::nullopt;
+    return it->second;
   }
-  void Put(const QueueRecord& r) { by_name_.insert_or_assign(r.config.name, r); }
-  void Clear() { by_name_.clear(); }
+  const QueueData* Find(int64_t id) const {
+    auto it = data_.find(id);
+    return it == data_.end() ? nullptr : &it->second;
+  }
+  void Put(int64_t id, const QueueData& q) {
+    ids_.insert_or_assign(q.config.name, id);
+    data_.insert_or_assign(id, q);
+  }
+  void Clear() {
+    ids_.clear();
+    data_.clear();
+  }
 
  private:
-  std::map<std::string, QueueRecord, std::less<>> by_name_;
+  std::map<std::string, int64_t, std::less<>> ids_;
+  std::map<int64_t, QueueData> data_;
 };
 
 class LmdbTxn final : public StoreTxn {
@@ -162,6 +177,12 @@ class LmdbTxn final : public StoreTxn {
   // Whether this transaction created, changed or deleted a queue: the
   // store's queue cache is then dropped when it ends (LmdbStore::Run).
   bool queues_changed() const { return queues_changed_; }
+  // After the commit: this transaction's queue records are the committed ones.
+  void PublishQueues() {
+    for (const auto& [id, slot] : queues_) {
+      if (!slot.erased) store_queue_cache_->Put(id, slot.data);
+    }
+  }
   // One read through the transaction: 0, or the error every call now gets
   // (MDB_BAD_TXN once an LMDB call failed inside it; then poisoned()).
   int ProbeTxn() {
@@ -220,22 +241,17 @@ class LmdbTxn final : public StoreTxn {
   }
 
   Result<QueueRecord> GetQueue(std::string_view name) override {
-    // The store's cache of committed queue records (exclusive: only its own
-    // transactions change them), for writers; readers run beside a writer
-    // and read the environment.
-    const bool cached = !read_only_ && !queues_changed_;
-    if (cached) {
-      if (const QueueRecord* hit = store_queue_cache_->Find(name)) return *hit;
+    std::optional<int64_t> id;
+    if (Cached()) id = store_queue_cache_->IdOf(name);
+    if (!id) {
+      MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> id_bytes, Get(kQueueNames, name));
+      if (!id_bytes || id_bytes->size() != 8) {
+        return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
+      }
+      id = ReadI64(id_bytes->data());
     }
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> id_bytes, Get(kQueueNames, name));
-    if (!id_bytes || id_bytes->size() != 8) {
-      return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
-    }
-    const int64_t id = ReadI64(id_bytes->data());
-    MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(id));
-    QueueRecord r{id, q->config};
-    if (cached) store_queue_cache_->Put(r);
-    return r;
+    MQLITE_ASSIGN_OR_RETURN(QueueData * q, LoadQueue(*id));
+    return QueueRecord{*id, q->config};
   }
 
   Result<std::vector<QueueRecord>> ListQueues() override {
@@ -314,11 +330,11 @@ class LmdbTxn final : public StoreTxn {
       r.visible_at = it.visible_at;
       r.expires_at = it.expires_at;
       r.body_size = static_cast<int64_t>(m.body.size());
-      payload_.clear();
-      EncodePayload(m, &payload_);
+      EncodeRow(r, {}, &value_);
+      EncodePayload(m, &value_);
       seq = NextSeq();
       // One counter update for the batch (all active or scheduled, one queue).
-      MQLITE_RETURN_IF_ERROR(InsertRow(seq, r, payload_, /*count=*/false, MDB_APPEND));
+      MQLITE_RETURN_IF_ERROR(InsertRow(seq, r, value_, /*count=*/false, MDB_APPEND));
       qd->count[S(r.state)] += 1;
       qd->bytes[S(r.state)] += r.body_size;
       seqs.push_back(seq);
@@ -606,9 +622,10 @@ class LmdbTxn final : public StoreTxn {
       r.dead_lettered_at = 0;
       r.dead_letter_reason.reset();
       r.dead_letter_description.reset();
-      const std::string copy(payload);  // before the writes move the map's pages
+      EncodeRow(r, payload, &value_);  // copied out before the writes move the map's pages
       const int64_t fresh = NextSeq();
-      MQLITE_RETURN_IF_ERROR(InsertRow(fresh, r, copy, /*count=*/true, MDB_APPEND));
+      MQLITE_RETURN_IF_ERROR(InsertRow(fresh, r, value_, /*count=*/true, MDB_APPEND));
+      Touch(target.id);
       target_data->last_seq = std::max(target_data->last_seq, fresh);
       MQLITE_RETURN_IF_ERROR(RemoveRow(seq, *old));
       ++moved;
@@ -732,12 +749,22 @@ class LmdbTxn final : public StoreTxn {
   Status PutReceipt(std::string_view key, int64_t expires_at) override {
     MQLITE_RETURN_IF_ERROR(Writable("PutReceipt"));
     MQLITE_ASSIGN_OR_RETURN(Key stored, ReceiptKey(key));
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> old, Get(kReceipts, stored.view()));
-    if (old && old->size() == 8) {
-      MQLITE_RETURN_IF_ERROR(
-          Del(kReceiptExp, ExpiryKey(kReceiptExp, ReadI64(old->data()), key).view()));
+    // A key is a settle of one lease (its token is in it), so it is almost
+    // always new: try the insert, and only on a clash replace the old
+    // receipt and its expiry twin.
+    MQLITE_ASSIGN_OR_RETURN(MDB_cursor * c, WriteCursorOn(kReceipts));
+    const Key expires = SeqKey(expires_at);
+    MDB_val k = V(stored.view()), v = V(expires.view());
+    int rc = mdb_cursor_put(c, &k, &v, MDB_NOOVERWRITE);
+    if (rc == MDB_KEYEXIST) {  // k and v now hold the stored receipt
+      if (v.mv_size == 8) {
+        const int64_t old = ReadI64(static_cast<const char*>(v.mv_data));
+        MQLITE_RETURN_IF_ERROR(Del(kReceiptExp, ExpiryKey(kReceiptExp, old, key).view()));
+      }
+      MQLITE_RETURN_IF_ERROR(Put(kReceipts, stored.view(), expires.view()));
+      rc = 0;
     }
-    MQLITE_RETURN_IF_ERROR(Put(kReceipts, stored.view(), SeqKey(expires_at).view()));
+    if (rc != 0) return Fail(rc, "write mqlite/messages (receipts)");
     return Put(kReceiptExp, ExpiryKey(kReceiptExp, expires_at, key).view(), "");
   }
 
@@ -972,18 +999,26 @@ class LmdbTxn final : public StoreTxn {
 
   // ---- Queues and rows ----
 
+  // Whether the store's cache of committed queue records serves this
+  // transaction: a writer's (readers run beside the writer) that has not
+  // changed a queue (its own view of them is not the committed one).
+  bool Cached() const { return !read_only_ && !queues_changed_; }
   // Queue `id`'s record as this transaction sees it (read once, then kept
   // with its changes until FlushQueues), or null if there is no such queue.
   Result<QueueSlot*> FindSlot(int64_t id) {
     if (auto it = queues_.find(id); it != queues_.end()) {
       return it->second.erased ? nullptr : &it->second;
     }
-    MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(id).view()));
-    if (!raw) return static_cast<QueueSlot*>(nullptr);
-    MQLITE_ASSIGN_OR_RETURN(QueueData q, DecodeQueue(*raw));
-    QueueSlot& slot = queues_[id];
-    slot.data = std::move(q);
-    return &slot;
+    QueueSlot slot;
+    if (const QueueData* hit = Cached() ? store_queue_cache_->Find(id) : nullptr) {
+      slot.data = *hit;
+    } else {
+      MQLITE_ASSIGN_OR_RETURN(std::optional<std::string> raw, Get(kQueues, QueueKey(id).view()));
+      if (!raw) return static_cast<QueueSlot*>(nullptr);
+      MQLITE_ASSIGN_OR_RETURN(slot.data, DecodeQueue(*raw));
+      if (Cached()) store_queue_cache_->Put(id, slot.data);  // committed: unchanged so far
+    }
+    return &(queues_[id] = std::move(slot));
   }
   Result<QueueData*> LoadQueue(int64_t id) {
     MQLITE_ASSIGN_OR_RETURN(QueueSlot * slot, FindSlot(id));
@@ -1101,12 +1136,12 @@ class LmdbTxn final : public StoreTxn {
     return AddCounts(after ? after->queue_id : before->queue_id, c, b);
   }
 
-  // A new row (a send or a redrive) with the payload bytes given.
-  Status InsertRow(int64_t seq, const Row& row, std::string_view payload, bool count,
+  // A new row (a send or a redrive): `row` encoded with its payload in
+  // `value` (EncodeRow).
+  Status InsertRow(int64_t seq, const Row& row, std::string_view value, bool count,
                    unsigned flags) {
     MQLITE_RETURN_IF_ERROR(IndexRow(seq, nullptr, &row, count));
-    EncodeRow(row, payload, &value_);
-    return Put(kMessages, SeqKey(seq).view(), value_, flags);
+    return Put(kMessages, SeqKey(seq).view(), value, flags);
   }
   // Row `seq` (`before` as just read) changes to `after`; its payload bytes
   // are copied over from the stored value.
@@ -1206,8 +1241,7 @@ class LmdbTxn final : public StoreTxn {
   std::array<MDB_cursor*, kDbCount> cursors_{};
   std::array<MDB_cursor*, kDbCount> write_cursors_{};  // Put and Del only
   std::map<int64_t, QueueSlot> queues_;  // by queue id
-  std::string payload_;  // scratch: the payload of a message being sent
-  std::string value_;    // scratch: a row's value being written
+  std::string value_;  // scratch: a row's value being written
   // Claim's watch on claim-index inserts (see Claim).
   bool watch_ = false;
   std::optional<Key> watch_min_;
@@ -1281,7 +1315,6 @@ class LmdbStore final : public Store {
         s = body(t);
         if (s.ok()) s = t.FlushQueues();
         t.CloseCursors();
-        if (t.queues_changed()) queue_cache_.Clear();
         // A Tx that failed may have failed because an LMDB call of the
         // application's poisoned the transaction (its MDB_MAP_FULL never
         // reached the store).
@@ -1298,7 +1331,10 @@ class LmdbStore final : public Store {
           } else {
             s = LmdbStatus(rc, "LMDB store " + dir_ + ": commit");
           }
+        } else if (!t.queues_changed()) {
+          t.PublishQueues();
         }
+        if (t.queues_changed()) queue_cache_.Clear();
       }
       if (poisoned && !grow && CanGrow()) {
         // The application's own write may have hit MDB_MAP_FULL (its error
