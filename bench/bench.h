@@ -205,11 +205,27 @@ class Floor {
   // Completes `seq`, which the last Claim returned.
   virtual void Complete(int64_t seq) = 0;
 };
+// Makes a Floor on a fresh directory.
+using FloorOpen = std::function<std::unique_ptr<Floor>(const std::string& dir)>;
 // Registers the floor workloads send_one, send_batch/{1,10,100,1000}, cycle
 // and drain as `<prefix>/<workload>` (floor_workloads.cc), each on a Floor
 // that `open` makes on a fresh directory.
 void RegisterFloor(const std::string& prefix, const std::string& label, const Scale& scale,
-                   std::function<std::unique_ptr<Floor>(const std::string& dir)> open);
+                   FloorOpen open);
+// The floors themselves: the raw-SQL one (floor.cc) and the raw-LMDB one
+// (lmdb_floor.cc), opened with their store's settings at `durability`;
+// `spec` adds the writes the SPEC obliges (floor_spec, lmdb_floor_spec).
+std::unique_ptr<Floor> OpenSqlFloor(const std::string& dir, Durability durability, bool spec);
+std::unique_ptr<Floor> OpenLmdbFloor(const std::string& dir, Durability durability, bool spec);
+// The paired workloads (paired.cc): `spec`'s store and the floor `open_floor`
+// makes, in one benchmark each, taking turns in short slices, so the ratio of
+// their rates is measured on the same seconds of the machine:
+// <store>/paired_send_one, paired_send_batch/100, paired_cycle, and with
+// `drain` paired_drain/<total>/<queues>, with `big_table`
+// paired_big_table/<total>/<queues>/<taken> (sqliteq's shape).
+void RegisterPairedWorkloads(const StoreSpec& spec, const std::string& floor_label,
+                             FloorOpen open_floor, const Scale& scale, bool drain,
+                             bool big_table);
 
 // The labels recorded beside each store's numbers and its floor's.
 // The SPEC §10 mapping each store uses (docs/sqlite-store.md,

@@ -154,10 +154,14 @@ class FloorDb final : public Floor {
 
 }  // namespace
 
+std::unique_ptr<Floor> OpenSqlFloor(const std::string& dir, Durability durability, bool spec) {
+  return std::make_unique<FloorDb>(dir, durability, spec);
+}
+
 void RegisterFloorWorkloads(Durability durability, bool spec, const Scale& scale) {
   RegisterFloor(std::string(spec ? "floor_spec:" : "floor:") + std::string(DurabilityName(durability)),
                 SqliteLabel(durability), scale, [durability, spec](const std::string& dir) {
-                  return std::make_unique<FloorDb>(dir, durability, spec);
+                  return OpenSqlFloor(dir, durability, spec);
                 });
 }
 

@@ -144,7 +144,7 @@ void SqliteqBatch(benchmark::State& state, const std::string& name, const Open& 
 }  // namespace
 
 void RegisterFloor(const std::string& prefix, const std::string& label, const Scale& scale,
-                   std::function<std::unique_ptr<Floor>(const std::string& dir)> open) {
+                   FloorOpen open) {
   auto reg = [&](const std::string& workload,
                  void (*fn)(benchmark::State&, const std::string&, const Open&)) {
     const std::string name = prefix + "/" + workload;

@@ -278,11 +278,15 @@ class LmdbFloor final : public Floor {
 
 }  // namespace
 
+std::unique_ptr<Floor> OpenLmdbFloor(const std::string& dir, Durability durability, bool spec) {
+  return std::make_unique<LmdbFloor>(dir, durability, spec);
+}
+
 void RegisterLmdbFloorWorkloads(Durability durability, bool spec, const Scale& scale) {
   RegisterFloor(std::string(spec ? "lmdb_floor_spec:" : "lmdb_floor:") +
                     std::string(DurabilityName(durability)),
                 LmdbLabel(durability, "4 GiB fixed"), scale, [durability, spec](const std::string& dir) {
-                  return std::make_unique<LmdbFloor>(dir, durability, spec);
+                  return OpenLmdbFloor(dir, durability, spec);
                 });
 }
 
