@@ -249,6 +249,9 @@ void RegisterLmdbFloorWorkloads(Durability durability, bool spec, const Scale& s
 // workload gets a PostgreSQL schema of its own, dropped afterwards.
 StoreSpec PostgresSpec(const std::string& url, Durability durability);
 void RegisterPgFloorWorkloads(const std::string& url, Durability durability, const Scale& scale);
+// The SKIP LOCKED floor itself, on a schema of its own named after `dir`.
+std::unique_ptr<Floor> OpenPgFloor(const std::string& url, const std::string& dir,
+                                   Durability durability);
 // bloat_soak/held and bloat_soak/none on postgres:<durability>: cycles
 // under a snapshot another session holds open, and without one.
 void RegisterPgSoak(const std::string& url, Durability durability, const Scale& scale);

@@ -340,6 +340,17 @@ int main(int argc, char** argv) {
     RegisterPgFloorWorkloads(pg_url, Durability::kNormal, scale);
     if (process_only) RegisterPgFloorWorkloads(pg_url, Durability::kProcessOnly, scale);
   }
+  // The store beside its floor in one benchmark (paired.cc), at each level.
+  if (stores.count("postgres") && stores.count("pg_floor")) {
+    std::vector<Durability> pg_levels = {Durability::kNormal};
+    if (process_only) pg_levels.push_back(Durability::kProcessOnly);
+    for (Durability d : pg_levels) {
+      RegisterPairedWorkloads(
+          PostgresSpec(pg_url, d), "pg_floor:" + std::string(DurabilityName(d)),
+          [pg_url, d](const std::string& dir) { return OpenPgFloor(pg_url, dir, d); }, scale,
+          /*drain=*/d == Durability::kNormal, /*big_table=*/false);
+    }
+  }
 #endif
   std::cerr << "mqlite-bench: scale " << scale.name << ", data in " << data_dir
             << " (filesystem " << FilesystemOf(data_dir) << ")" << std::endl;

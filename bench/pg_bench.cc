@@ -408,12 +408,16 @@ StoreSpec PostgresSpec(const std::string& url, Durability durability) {
   return s;
 }
 
+std::unique_ptr<Floor> OpenPgFloor(const std::string& url, const std::string& dir,
+                                   Durability d) {
+  return std::make_unique<PgFloor>(url, SchemaFor(dir), d, true);
+}
+
 void RegisterPgFloorWorkloads(const std::string& url, Durability d, const Scale& scale) {
   const std::string prefix = "pg_floor:" + std::string(DurabilityName(d));
   const std::string label = PgLabel(d);
-  RegisterFloor(prefix, label, scale, [url, d](const std::string& dir) {
-    return std::make_unique<PgFloor>(url, SchemaFor(dir), d, true);
-  });
+  RegisterFloor(prefix, label, scale,
+                [url, d](const std::string& dir) { return OpenPgFloor(url, dir, d); });
   auto reg = [&](const std::string& name, auto fn) {
     auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, name, label](benchmark::State& s) {
       fn(s, name);

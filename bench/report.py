@@ -861,12 +861,12 @@ def section_paired(results):
     if not rows:
         return []
     return ["## Paired runs", "",
-            "Each embedded store and its floor in one benchmark, taking turns of about 25 ms "
+            "Each store and its floor in one benchmark, taking turns of about 25 ms "
             "(A B B A …), each side's items and seconds summed apart (`bench/paired.cc`): on this "
             "shared machine a sync's speed drifts by tens of per cent within seconds, and two "
             "benchmarks half a second apart can land on different speeds, so these are the ratios "
             "the targets above use. The floor is the store's own: `floor:<durability>` for SQLite, "
-            "`lmdb_floor:<durability>` for LMDB.", "",
+            "`lmdb_floor:<durability>` for LMDB, `pg_floor:<durability>` for PostgreSQL.", "",
             table(["Store", "Workload", "store items/s", "floor items/s", "store ÷ floor",
                    "store bytes written/item", "floor bytes written/item"], rows)]
 
@@ -1019,8 +1019,13 @@ def section_pg_targets(results, context):
             continue
         at = f" at {d}"
         for w in workloads:
-            rows.append(target_row(f"`{w}` items/s{at}, postgres ÷ pg_floor", get(results, store, w, ips),
-                                   get(results, floor, w, ips), 0.8, True, "items/s"))
+            if w.startswith("shared_"):
+                rows.append(target_row(f"`{w}` items/s{at}, postgres ÷ pg_floor",
+                                       get(results, store, w, ips), get(results, floor, w, ips),
+                                       0.8, True, "items/s"))
+            else:
+                rows.append(paired_row(results, f"`{w}` items/s{at}, postgres ÷ pg_floor", store,
+                                       w, floor, 0.8))
         rows.append(target_row(f"`shared_e2e/8` items/s{at} ÷ pg_floor `shared_cycle/8`",
                                get(results, store, "shared_e2e/8", ips),
                                get(results, floor, "shared_cycle/8", ips), 1.5, True, "items/s"))
@@ -1108,11 +1113,12 @@ def render_markdown(source, context, results, plot_links):
     sections = [section_machine(context)]
     if embedded:
         sections += [section_targets(results, context), section_gap(results),
-                     section_sqliteq(results, context), section_lmdb_targets(results, context),
-                     section_paired(results)]
+                     section_sqliteq(results, context), section_lmdb_targets(results, context)]
     if postgres:
-        sections += [section_pg_targets(results, context), section_pg_shared(results),
-                     section_pg_soak(results)]
+        sections += [section_pg_targets(results, context)]
+    sections += [section_paired(results)]
+    if postgres:
+        sections += [section_pg_shared(results), section_pg_soak(results)]
     sections += [section_group_commit(results)]
     if embedded:
         sections += [section_full(results), section_process_only(results)]

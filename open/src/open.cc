@@ -54,9 +54,9 @@ const std::vector<SchemeInfo>& Schemes() {
       },
       {"postgresql",
        "postgresql://USER@HOST:PORT/DB[?schema=NAME&pool_size=N&durability=normal|full|"
-       "process_only&change_feed=BOOL&<libpq parameters>]",
+       "process_only&change_feed=BOOL&queue_cache_ms=N&<libpq parameters>]",
        "MQLITE_WITH_POSTGRES",
-       {"durability", "schema", "pool_size", "change_feed"},
+       {"durability", "schema", "pool_size", "change_feed", "queue_cache_ms"},
 #ifdef MQLITE_OPEN_HAVE_POSTGRES
        true
 #else
@@ -173,6 +173,14 @@ Status CheckParam(const std::string& scheme, const std::string& name, const std:
     if (!n.ok()) return n.status();
     if (*n < 1 || *n > 1024) {
       return Status::InvalidArgument("store URL: pool_size=" + v + " must be 1–1024");
+    }
+    return Status::OK();
+  }
+  if (name == "queue_cache_ms") {
+    Result<int64_t> n = ParseCount(name, v);
+    if (!n.ok()) return n.status();
+    if (*n > 3'600'000) {
+      return Status::InvalidArgument("store URL: queue_cache_ms=" + v + " must be 0–3600000");
     }
     return Status::OK();
   }
@@ -385,6 +393,7 @@ Result<std::unique_ptr<Store>> OpenStoreUrl(const StoreUrl& url) {
     if (const std::string* v = param("schema")) o.schema = *v;
     MQLITE_RETURN_IF_ERROR(take("pool_size", ParseCount, &o.pool_size));
     MQLITE_RETURN_IF_ERROR(take("change_feed", ParseBool, &o.change_feed));
+    MQLITE_RETURN_IF_ERROR(take("queue_cache_ms", ParseCount, &o.queue_cache_ms));
     store = OpenPostgresStore(o);
   }
 #endif

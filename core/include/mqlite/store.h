@@ -507,10 +507,15 @@ class Store {
   // Optional change feed (StoreCapabilities::change_feed; spec.md §9): after
   // a write transaction commits — through this Store object or, on a shared
   // store, any other engine or process using the same data — calls
-  // on_change(queue_id) for every queue whose messages or config it may have
-  // changed. At least once per such commit and queue; spurious calls (a queue
-  // that did not change, a transaction that rolled back) are allowed, missed
-  // ones are not. Called on any thread and never while the caller of Run
+  // on_change(queue_id) for every queue in which it may have made a message
+  // claimable (a send; a message back to active; a group's headship handed
+  // on; a due schedule promoted; a lease reclaimed; a redrive into it) or
+  // whose config it changed. A commit that only claims, renews, defers, or
+  // completes or dead-letters without handing headship on made nothing
+  // claimable and need not call it (a long-poll has nothing new to find). At
+  // least once per such commit and queue; spurious calls (a queue that did
+  // not change, a transaction that rolled back) are allowed, missed ones are
+  // not. Called on any thread and never while the caller of Run
   // could be blocked on it; on_change must be quick and must not call into
   // the store. Default: Unimplemented (the engine then re-checks long-polls
   // every EngineOptions::poll_interval_ms).

@@ -4,7 +4,7 @@
 //
 //   sqlite:PATH[?durability=normal|full|process_only&read_only=BOOL]
 //   lmdb:DIR[?durability=...&map_size=SIZE&max_map_size=SIZE&read_only=BOOL]
-//   postgresql://USER@HOST:PORT/DB[?schema=S&pool_size=N&durability=...&change_feed=BOOL&<libpq params>]
+//   postgresql://USER@HOST:PORT/DB[?schema=S&pool_size=N&durability=...&change_feed=BOOL&queue_cache_ms=N&<libpq params>]
 //   memory:[?shared=BOOL]
 //
 // PATH and DIR are taken as written (relative to the working directory),

@@ -193,6 +193,10 @@ class PgConn {
     DropPending();
   }
   Failure attempt_failure() const { return attempt_failure_; }
+  // The body found that what it read before the transaction began (the
+  // store's cached queue records) no longer holds: rerunning it is what
+  // succeeds, as after a serialization failure.
+  void MarkStale() { attempt_failure_ = Failure::kRetryable; }
 
  private:
   PgConn(PGconn* conn, std::string where) : conn_(conn), where_(std::move(where)) {}

@@ -186,15 +186,86 @@ bool PlausibleQueueName(std::string_view name) {
                      [](char c) { return c > 0x20 && static_cast<unsigned char>(c) < 0x7f; });
 }
 
+// Committed queue records by name, shared by the store's write
+// transactions (PgTxn::GetQueue), so that a Send, a Receive or a settle
+// need not read its queue before its first statement: one round trip each.
+// A record is used at most PostgresOptions::queue_cache_ms after it was
+// read, and the whole
+// cache is dropped when this store changes a queue (once that transaction
+// has ended) or the change feed reports another engine's change or
+// reconnects (Listener); a record read before a drop is never stored after
+// it. So another engine's UpdateQueue reaches this one's operations within
+// the notification's delay — and queue_cache_ms at most when notifications
+// are lost or the feed is off — as it would reach an operation whose
+// transaction read the queue just before that UpdateQueue committed. A
+// send whose cached queue is gone reruns its body with a fresh read
+// (PgTxn::Enqueue), so a queue deleted and created again elsewhere is found.
+class QueueCache {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit QueueCache(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+
+  std::optional<QueueRecord> Find(std::string_view name) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) return std::nullopt;
+    if (Clock::now() - it->second.read_at > ttl_) {
+      by_name_.erase(it);
+      return std::nullopt;
+    }
+    return it->second.queue;
+  }
+  // The drops so far; a read that began at generation g may be stored only
+  // while it still is g.
+  uint64_t generation() {
+    std::lock_guard<std::mutex> l(mu_);
+    return generation_;
+  }
+  void Put(const QueueRecord& q, uint64_t read_at_generation, Clock::time_point read_at) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (read_at_generation != generation_) return;
+    by_name_.insert_or_assign(q.config.name, Entry{q, read_at});
+  }
+  void Drop() {
+    std::lock_guard<std::mutex> l(mu_);
+    ++generation_;
+    by_name_.clear();
+  }
+
+ private:
+  struct Entry {
+    QueueRecord queue;
+    Clock::time_point read_at;
+  };
+  const std::chrono::milliseconds ttl_;
+  std::mutex mu_;
+  uint64_t generation_ = 0;
+  std::map<std::string, Entry, std::less<>> by_name_;
+};
+
 class PgTxn final : public StoreTxn {
  public:
-  PgTxn(PgConn& conn, const PgQueries& q, const std::string& schema, bool read_only)
-      : c_(conn), q_(q), schema_(schema), read_only_(read_only) {}
+  // `cache`: the store's queue cache, for a rerunnable write (a body that
+  // finds a cached record stale can be run again); null otherwise.
+  PgTxn(PgConn& conn, const PgQueries& q, const std::string& schema, bool read_only,
+        QueueCache* cache = nullptr)
+      : c_(conn), q_(q), schema_(schema), read_only_(read_only), cache_(cache) {}
+
+  // Whether this transaction created, changed or deleted a queue (the
+  // store then drops its queue cache and tells the other engines).
+  bool queues_changed() const { return queues_changed_; }
+  // The queues where this transaction may have made messages claimable
+  // (a send, an abandon, a promoted group head, a due schedule, a reclaimed
+  // lease, a redrive, a queue change): the ones whose long-polls the change
+  // feed wakes. A Peek-Lock claim or a Complete that moves no headship
+  // wakes no one, since nothing became claimable.
+  const std::vector<int64_t>& woke() const { return woke_; }
 
   // ---- Queues ----
 
   Result<QueueRecord> UpsertQueue(const QueueConfig& cfg, int64_t now, bool* created) override {
     queues_read_.clear();  // it changes, and it must be read as it is now
+    queues_changed_ = true;
     auto existing = LoadQueue(cfg.name);
     if (existing) {
       if (existing->config.ordering != cfg.ordering) {
@@ -202,6 +273,7 @@ class PgTxn final : public StoreTxn {
         MQLITE_RETURN_IF_ERROR(CheckOrderingChange(existing->config, cfg, any.rows() > 0));
       }
       MQLITE_RETURN_IF_ERROR(X(Q::kUpdateQueue, Config(cfg).I(existing->id)).status());
+      Woke(existing->id);  // a raised max_delivery_count may free messages
       if (created) *created = false;
       return QueueRecord{existing->id, cfg};
     }
@@ -209,6 +281,7 @@ class PgTxn final : public StoreTxn {
     MQLITE_ASSIGN_OR_RETURN(PgResult ins, X(Q::kInsertQueue, Config(cfg).Text(cfg.name).I(now)));
     if (ins.rows() == 1) {
       if (created) *created = true;
+      Woke(ins.i64(0, 0));  // so the other engines hear of the queue change
       return QueueRecord{ins.i64(0, 0), cfg};
     }
     // Another engine created the name since GetQueue looked: its queue
@@ -226,8 +299,19 @@ class PgTxn final : public StoreTxn {
     for (const QueueRecord& q : queues_read_) {
       if (q.config.name == name) return q;
     }
+    const bool cached = cache_ && !queues_changed_;
+    if (cached) {
+      if (std::optional<QueueRecord> q = cache_->Find(name)) {
+        queues_read_.push_back(*q);
+        from_cache_.insert(q->id);
+        return *q;
+      }
+    }
+    const uint64_t generation = cached ? cache_->generation() : 0;
+    const auto read_at = QueueCache::Clock::now();
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LoadQueue(name));
     queues_read_.push_back(q);
+    if (cached) cache_->Put(q, generation, read_at);
     return q;
   }
 
@@ -243,6 +327,8 @@ class PgTxn final : public StoreTxn {
   // message too; a later send finds no queue.
   Status DeleteQueue(const QueueRecord& queue) override {
     queues_read_.clear();
+    queues_changed_ = true;
+    Woke(queue.id);  // its long-polls end with QueueNotFound
     MQLITE_RETURN_IF_ERROR(X(Q::kDeleteQueueRow, PgParams().I(queue.id)).status());
     return X(Q::kDeleteQueueMessages, PgParams().I(queue.id)).status();
   }
@@ -292,10 +378,19 @@ class PgTxn final : public StoreTxn {
       p.Bytes(m.body).I(static_cast<int64_t>(m.body.size()));
       MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kInsertMessage, p));
       if (r.rows() != 1) {
+        if (from_cache_.count(queue.id)) {
+          // The cached record is stale (the queue was deleted, perhaps
+          // created again under a new id): read it afresh and run again.
+          cache_->Drop();
+          c_.MarkStale();
+          return Status::Unavailable("queue '" + queue.config.name +
+                                     "' changed since this engine last read it; run again");
+        }
         return Status::QueueNotFound("queue '" + queue.config.name + "' was deleted");
       }
       seqs.push_back(r.i64(0, 0));
     }
+    Woke(queue.id);
     return seqs;
   }
 
@@ -396,6 +491,19 @@ class PgTxn final : public StoreTxn {
   // ---- Settle ----
 
   Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
+    // The common Complete — an ungrouped message, locked under this token,
+    // lease live — is one statement; anything else (grouped, LockLost, any
+    // other op) takes the general path below, which decides it exactly.
+    if (req.op == SettleOp::kComplete) {
+      MQLITE_ASSIGN_OR_RETURN(
+          PgResult d, X(Q::kCompleteUngrouped,
+                        PgParams().I(req.seq).I(queue.id).Bytes(TokenBytes(req.token)).I(req.now)));
+      if (d.affected() == 1) {
+        Verdict deleted;
+        deleted.action = Verdict::Action::kDelete;
+        return SettleResultOf(deleted);
+      }
+    }
     // Complete, Reject and Abandon (which may dead-letter) can change the
     // group's membership: group lock first. Defer and Renew cannot.
     const bool membership = req.op == SettleOp::kComplete || req.op == SettleOp::kReject ||
@@ -491,6 +599,7 @@ class PgTxn final : public StoreTxn {
       MQLITE_RETURN_IF_ERROR(Must(Remove(queue, r), "redrive"));
       ++moved;
     }
+    if (moved > 0) Woke(target.id);
     return moved;
   }
 
@@ -533,6 +642,7 @@ class PgTxn final : public StoreTxn {
     // or renewal sets a later end), so skipping it is running it here.
     no_ended_lease_ = r.boolean(0, 1) ? std::nullopt
                                       : std::optional<std::pair<int64_t, int64_t>>({queue.id, now});
+    if (r.i64(0, 0) > 0) Woke(queue.id);
     return r.i64(0, 0);
   }
 
@@ -793,7 +903,11 @@ class PgTxn final : public StoreTxn {
 
   // The lowest-seq live member becomes the head (its group lock is held).
   Status PromoteNext(int64_t queue_id, const std::string& key) {
+    Woke(queue_id);
     return X(Q::kPromoteNextHead, PgParams().I(queue_id).Bytes(key)).status();
+  }
+  void Woke(int64_t queue_id) {
+    if (std::find(woke_.begin(), woke_.end(), queue_id) == woke_.end()) woke_.push_back(queue_id);
   }
 
   // A transition the caller holds the row (and group) lock for must apply.
@@ -832,6 +946,7 @@ class PgTxn final : public StoreTxn {
           MQLITE_ASSIGN_OR_RETURN(u, X(Q::kCasUnlockScheduled, Cas(r).I(v.visible_at)));
         } else {
           MQLITE_ASSIGN_OR_RETURN(u, X(Q::kCasUnlock, Cas(r).I(static_cast<int>(v.to))));
+          if (v.to == MessageState::kActive) Woke(queue.id);
         }
         return u.affected() > 0;
       }
@@ -880,7 +995,11 @@ class PgTxn final : public StoreTxn {
   const std::string& schema_;
   const bool read_only_;
   bool handle_taken_ = false;  // NativeHandle() was called
+  QueueCache* const cache_;
   std::vector<QueueRecord> queues_read_;  // GetQueue's reads in this transaction
+  std::set<int64_t> from_cache_;          // ... those that came from cache_
+  bool queues_changed_ = false;
+  std::vector<int64_t> woke_;  // woke()
   int64_t changed_rows_ = 0;   // rows updated or deleted: dead tuples once committed
   int64_t inserted_rows_ = 0;  // rows inserted (with changed_rows_: ANALYZE's measure)
   int savepoint_depth_ = 0;
@@ -897,12 +1016,16 @@ class PgTxn final : public StoreTxn {
 // gone (spurious wake-ups are allowed, missed ones are not).
 class Listener {
  public:
+  // `queues_changed` is called when another engine reports a queue change
+  // ("*" in a notification) and after a reconnect (what was missed is
+  // unknown).
   Listener(std::string url, std::string schema, std::string channel,
-           std::shared_ptr<ChangeHub> hub)
+           std::shared_ptr<ChangeHub> hub, std::function<void()> queues_changed)
       : url_(std::move(url)),
         schema_(std::move(schema)),
         channel_(std::move(channel)),
-        hub_(std::move(hub)) {}
+        hub_(std::move(hub)),
+        queues_changed_(std::move(queues_changed)) {}
   ~Listener() {
     stop_.store(true);
     const uint64_t one = 1;
@@ -937,6 +1060,7 @@ class Listener {
         auto c = Connect();
         if (!c.has_value()) continue;
         conn = std::move(*c);
+        queues_changed_();
         WakeAll(*conn);
       }
       pollfd pfd[2] = {{PQsocket(conn->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
@@ -946,10 +1070,12 @@ class Listener {
         continue;
       }
       std::vector<int64_t> ids;
+      bool queues = false;
       while (PGnotify* n = PQnotifies(conn->raw())) {
-        Parse(n->extra ? n->extra : "", &ids);
+        Parse(n->extra ? n->extra : "", &ids, &queues);
         PQfreemem(n);
       }
+      if (queues) queues_changed_();  // before the wake-ups, which may read them
       if (!ids.empty()) hub_->Publish(ids);
     }
   }
@@ -962,11 +1088,12 @@ class Listener {
     hub_->Publish(ids);
   }
 
-  static void Parse(std::string_view s, std::vector<int64_t>* ids) {
+  static void Parse(std::string_view s, std::vector<int64_t>* ids, bool* queues) {
     size_t pos = 0;
     while (pos < s.size()) {
       size_t end = s.find(',', pos);
       if (end == std::string_view::npos) end = s.size();
+      if (s.substr(pos, end - pos) == "*") *queues = true;
       int64_t v = 0;
       bool ok = end > pos;
       for (size_t i = pos; i < end; ++i) {
@@ -980,6 +1107,7 @@ class Listener {
 
   const std::string url_, schema_, channel_;
   std::shared_ptr<ChangeHub> hub_;
+  const std::function<void()> queues_changed_;
   std::atomic<bool> stop_{false};
   int wake_fd_ = -1;  // written once to stop the thread
   std::thread thread_;
@@ -1059,6 +1187,7 @@ class PgStore final : public Store {
         pool_(std::move(pool)),
         channel_("mqlite_" + options_.schema.substr(0, 56)),
         hub_(ChangeHub::Create()),
+        queue_cache_(std::chrono::milliseconds(options_.queue_cache_ms)),
         locks_(std::make_shared<LockSession>()) {
     locks_->url = options_.url;
   }
@@ -1086,10 +1215,26 @@ class PgStore final : public Store {
     const bool read = kind == TxnKind::kRead;
     std::vector<int64_t> touched;
     int64_t changed = 0, inserted = 0;
-    MQLITE_RETURN_IF_ERROR(RunTransaction(
+    bool queues_changed = false;
+    // Whatever the outcome, a transaction that changed a queue leaves the
+    // cache empty behind it (QueueCache).
+    struct DropAfter {
+      QueueCache& cache;
+      const bool& changed;
+      ~DropAfter() {
+        if (changed) cache.Drop();
+      }
+    } drop_after{queue_cache_, queues_changed};
+    const Status st = RunTransaction(
         *pool_, options, read, read ? "read transaction" : "write transaction",
         [&](PgConn& conn) -> Status {
-          PgTxn txn(conn, queries_, options_.schema, read);
+          const bool cache = !read && options.rerunnable && options_.queue_cache_ms > 0;
+          PgTxn txn(conn, queries_, options_.schema, read, cache ? &queue_cache_ : nullptr);
+          struct Changed {
+            PgTxn& t;
+            bool& changed;
+            ~Changed() { changed = changed || t.queues_changed(); }
+          } note_changed{txn, queues_changed};
           struct Count {
             PgTxn& t;
             int64_t& changed;
@@ -1100,17 +1245,20 @@ class PgStore final : public Store {
             }
           } count{txn, changed, inserted};
           if (read || !options_.change_feed) return body(txn);
-          ChangeTrackingTxn tracked(&txn);
-          MQLITE_RETURN_IF_ERROR(body(tracked));
-          touched = tracked.touched();
+          MQLITE_RETURN_IF_ERROR(body(txn));
+          touched = txn.woke();
           if (touched.empty()) return Status::OK();
           // At most one notification per transaction, sent with the COMMIT
-          // (channel and payload are [a-z0-9_,] only: no quoting needed).
+          // (channel and payload are [a-z0-9_,*] only: no quoting needed);
+          // "*" tells the other engines' listeners that queue records
+          // changed (QueueCache).
           std::string ids;
           for (int64_t id : touched) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+          if (txn.queues_changed()) ids += ",*";
           conn.BeforeCommit("SELECT pg_notify('" + channel_ + "', '" + ids + "')");
           return Status::OK();
-        }));
+        });
+    MQLITE_RETURN_IF_ERROR(st);
     dead_since_vacuum_.fetch_add(changed, std::memory_order_relaxed);
     written_since_analyze_.fetch_add(changed + inserted, std::memory_order_relaxed);
     // This process's own subscribers need not wait for the notification.
@@ -1184,8 +1332,8 @@ class PgStore final : public Store {
     {
       std::lock_guard<std::mutex> l(listener_mu_);
       if (!listener_) {
-        auto listener =
-            std::make_unique<Listener>(options_.url, options_.schema, channel_, hub_);
+        auto listener = std::make_unique<Listener>(options_.url, options_.schema, channel_, hub_,
+                                                   [this] { queue_cache_.Drop(); });
         MQLITE_RETURN_IF_ERROR(listener->Start());
         listener_ = std::move(listener);
       }
@@ -1276,6 +1424,7 @@ class PgStore final : public Store {
   std::unique_ptr<PgPool> pool_;
   const std::string channel_;
   std::shared_ptr<ChangeHub> hub_;
+  QueueCache queue_cache_;  // before the listener, which drops it
   std::mutex listener_mu_;
   std::unique_ptr<Listener> listener_;
   std::shared_ptr<LockSession> locks_;
@@ -1300,6 +1449,10 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options)
                                    std::to_string(options.pool_size));
   }
   MQLITE_RETURN_IF_ERROR(CheckSchemaName(options.schema));
+  if (options.queue_cache_ms < 0 || options.queue_cache_ms > 3'600'000) {
+    return Status::InvalidArgument("PostgreSQL store: queue_cache_ms must be 0–3,600,000, got " +
+                                   std::to_string(options.queue_cache_ms));
+  }
   std::string sync;
   switch (options.durability) {
     case Durability::kNormal:

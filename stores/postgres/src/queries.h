@@ -72,6 +72,7 @@ enum class Q : int {
   kCasRenew,
   kCasDeadLetter,
   kCasDelete,
+  kCompleteUngrouped,
   kPeek,
   kStats,
   kOldestDeadLocked,
@@ -213,6 +214,13 @@ inline constexpr QueryText kQueries[] = {
      "WHERE m.seq = old.seq AND m.state = $2 AND m.lock_token IS NOT DISTINCT FROM $3 "
      "AND m.locked_until = $4 RETURNING old.is_head"},
     {Q::kCasDelete, "mq_cas_delete", "DELETE FROM {s}.messages" MQ_CAS " RETURNING is_head"},
+    // A Complete of an ungrouped message in one statement (PgTxn::Settle):
+    // deleted if locked under the token ($3) with its lease live at $4 —
+    // what DecideSettle requires of a Complete — and nothing else changes
+    // (no group). No row: the settle takes the general path.
+    {Q::kCompleteUngrouped, "mq_complete_ungrouped",
+     "DELETE FROM {s}.messages WHERE seq = $1 AND queue_id = $2 AND group_key IS NULL "
+     "AND state = 1 AND lock_token = $3 AND locked_until > $4"},
     // Peek (one round trip): a seek of messages_state per state, merged by
     // seq; $4 = one state, or NULL for all (custom plans drop the others).
     {Q::kPeek, "mq_peek",

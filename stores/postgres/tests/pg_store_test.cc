@@ -78,6 +78,9 @@ TEST_F(PgStoreTest, Spec10_BadOptionsAreRefusedBeforeConnecting) {
   o = Options();
   o.schema = "Bad-Name";
   MQ_EXPECT_CODE(OpenPostgresStore(o).status(), kInvalidArgument);
+  o = Options();
+  o.queue_cache_ms = -1;
+  MQ_EXPECT_CODE(OpenPostgresStore(o).status(), kInvalidArgument);
 }
 
 TEST_F(PgStoreTest, Spec10_AnUnreachableServerIsUnavailableAndNamesNoPassword) {
@@ -308,6 +311,100 @@ TEST_F(PgStoreTest, Spec9_ALongPollWakesOnAnotherProcesssSend) {
               latency_ms);
   RecordProperty("wake_latency_ms", std::to_string(latency_ms));
   ::munmap(mem, sizeof(std::atomic<int64_t>));
+}
+
+// ---- Queue records cached across transactions (docs/postgres-store.md) ---------
+
+// The lease a Receive on `e` grants in `q` now (ms), from the message's own
+// locked_until; the message is handed back.
+int64_t LeaseGranted(Engine& e, const std::string& q) {
+  auto sent = e.Send(q, {.body = "probe"});
+  EXPECT_TRUE(sent.has_value()) << sent.status().ToString();
+  const int64_t before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  auto got = e.Receive(q);
+  EXPECT_TRUE(got.has_value() && got->size() == 1);
+  if (!got.has_value() || got->size() != 1) return -1;
+  const Message m = got->front();
+  EXPECT_TRUE(e.Complete(q, m.seq, m.lock_token).ok());
+  return m.locked_until - before;
+}
+
+// Another engine's UpdateQueue reaches this engine's operations through the
+// change feed, although this engine serves its writes from cached queue
+// records: the lease a Receive grants follows the new lock_duration. (With
+// the "*" of the notification ignored, this fails: b's cache lasts an hour.)
+TEST_F(PgStoreTest, Spec2_AnotherEnginesUpdateQueueReachesCachedOperations) {
+  auto a = OpenEngine();
+  ASSERT_TRUE(a);
+  // b keeps records for an hour: only the notification can make it read again.
+  PostgresOptions o = Options();
+  o.queue_cache_ms = 3'600'000;
+  auto store = OpenPostgresStore(o);
+  ASSERT_TRUE(store.has_value()) << store.status().ToString();
+  auto opened = Engine::Open(std::move(*store));
+  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
+  std::unique_ptr<Engine> b = std::move(*opened);
+  MQ_ASSERT_OK(a->CreateQueue({.name = "q", .lock_duration_ms = 60'000}).status());
+  const int64_t first = LeaseGranted(*b, "q");  // b caches q
+  EXPECT_GT(first, 50'000);
+  MQ_ASSERT_OK(a->UpdateQueue({.name = "q", .lock_duration_ms = 5'000}).status());
+  // The notification arrives within milliseconds; give a loaded machine 10 s.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int64_t lease = first;
+  while (lease > 50'000 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    lease = LeaseGranted(*b, "q");
+  }
+  EXPECT_LT(lease, 10'000) << "b still grants the old 60 s lease";
+}
+
+// Without a change feed the cache still forgets a record within
+// PostgresOptions::queue_cache_ms (1 s by default).
+TEST_F(PgStoreTest, Spec2_WithoutAChangeFeedAnUpdateIsSeenWithinASecond) {
+  auto a = OpenEngine();
+  PostgresOptions o = Options();
+  o.change_feed = false;
+  auto store = OpenPostgresStore(o);
+  ASSERT_TRUE(store.has_value()) << store.status().ToString();
+  auto opened = Engine::Open(std::move(*store));
+  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
+  Engine& b = **opened;
+  MQ_ASSERT_OK(a->CreateQueue({.name = "q", .lock_duration_ms = 60'000}).status());
+  EXPECT_GT(LeaseGranted(b, "q"), 50'000);
+  MQ_ASSERT_OK(a->UpdateQueue({.name = "q", .lock_duration_ms = 5'000}).status());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1'100));
+  EXPECT_LT(LeaseGranted(b, "q"), 10'000);
+}
+
+// A queue deleted and created again by another engine has a new id; a send
+// through a cached record of the old one reruns with a fresh read instead of
+// answering QueueNotFound, and lands in the new queue. Without a change feed
+// and with records kept an hour, so that nothing but the stale insert can
+// tell.
+TEST_F(PgStoreTest, Spec2_ASendThroughAStaleCachedQueueFindsTheQueueCreatedAgain) {
+  auto a = OpenEngine();
+  PostgresOptions o = Options();
+  o.change_feed = false;
+  o.queue_cache_ms = 3'600'000;
+  auto store = OpenPostgresStore(o);
+  ASSERT_TRUE(store.has_value()) << store.status().ToString();
+  auto opened = Engine::Open(std::move(*store));
+  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
+  Engine& b = **opened;
+  MQ_ASSERT_OK(a->CreateQueue({.name = "q"}).status());
+  MQ_ASSERT_OK(b.Send("q", {.body = "old"}).status());  // b caches q's first id
+  MQ_ASSERT_OK(a->DeleteQueue("q"));
+  MQ_ASSERT_OK(a->CreateQueue({.name = "q"}).status());
+  MQ_ASSERT_OK(b.Send("q", {.body = "new"}).status());
+  auto got = a->Receive("q", {.max_messages = 10});
+  MQ_ASSERT_OK(got.status());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ(got->front().body, "new");
+  // And a queue deleted for good is QueueNotFound, not a loop.
+  MQ_ASSERT_OK(a->DeleteQueue("q"));
+  MQ_EXPECT_CODE(b.Send("q", {.body = "gone"}).status(), kQueueNotFound);
 }
 
 // ---- Faults: a session killed mid-body -------------------------------------------

@@ -26,6 +26,13 @@ struct PostgresOptions {
   // crash may lose the last commits, never corrupts).
   Durability durability = Durability::kNormal;
   bool change_feed = true;  // LISTEN/NOTIFY wake-ups across engines
+  // How long a queue's record, once read, may serve this engine's writes
+  // without being read again (0–3,600,000 ms; 0: read it in every
+  // transaction). A change this engine makes is seen at once; another
+  // engine's, when the change feed reports it (milliseconds), and after
+  // this long at most when notifications are lost or change_feed is off
+  // (docs/postgres-store.md, "Round trips").
+  int64_t queue_cache_ms = 1000;
 };
 
 // The schema version token this build writes and accepts (SPEC §10).
