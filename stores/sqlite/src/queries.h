@@ -214,6 +214,13 @@ inline constexpr char kUnlockToDeferred[] =
     "WHERE " MQ_LOCKED("?1", "?2");
 inline constexpr char kDeleteMessage[] =
     "DELETE FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
+// The common Complete in one statement (Settle): the row is deleted if it is
+// locked under the token (?3) with its lease live at ?4 — what DecideSettle
+// requires of a Complete — and nothing else has to change (no group, so no
+// next head). No change: the settle takes the general path.
+inline constexpr char kCompleteUngrouped[] =
+    "DELETE FROM mqlite_messages WHERE " MQ_LOCKED("?1", "?2") " AND lock_token = ?3 "
+    "AND locked_until > ?4 AND group_key IS NULL";
 // Whether the row is its group's head now (not as read earlier).
 inline constexpr char kIsHead[] =
     "SELECT is_head FROM mqlite_messages WHERE " MQ_AT("?1", "?2", "?3");
@@ -306,6 +313,7 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kUnlockToActive", kUnlockToActive},
     {"kUnlockToDeferred", kUnlockToDeferred},
     {"kDeleteMessage", kDeleteMessage},
+    {"kCompleteUngrouped", kCompleteUngrouped},
     {"kIsHead", kIsHead},
     {"kDlqDecrement", kDlqDecrement},
     {"kDeadLetter", kDeadLetter},

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -407,6 +408,13 @@ struct StoreState {
     std::string after;
     int64_t puts = 0;
   } receipt_sweep;
+  // Seqs a claim locked that belong to a group: their Complete skips the
+  // one-statement path (it would find the row grouped and fall through).
+  // Only a hint, so rollbacks, reopens and lost leases need no bookkeeping:
+  // a seq missing here costs one failed statement, a stale one the general
+  // path; the bound keeps leases that are never settled from piling up.
+  std::unordered_set<int64_t> grouped_locks;
+  static constexpr size_t kMaxGroupedLocks = 1 << 16;
 };
 
 // A claim candidate as kClaimCandidates reads it: the whole message, and
@@ -580,6 +588,12 @@ class SqliteTxn final : public StoreTxn {
             m.lock_token = token;
             m.locked_until = req.locked_until;
             m.delivery_count += 1;
+            if (r.group_key) {
+              if (st_->grouped_locks.size() >= StoreState::kMaxGroupedLocks) {
+                st_->grouped_locks.clear();
+              }
+              st_->grouped_locks.insert(r.seq);
+            }
           } else {
             Query d(c_, kDeleteMessage);
             d.Int(queue.id).Int(kActive).Int(r.seq);
@@ -613,6 +627,22 @@ class SqliteTxn final : public StoreTxn {
   // ---- Settle ----
 
   Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
+    // The common Complete — an ungrouped message locked under this token, its
+    // lease live — is one statement, without reading the row first; anything
+    // else (grouped, LockLost, any other op) takes the general path below,
+    // which decides it exactly.
+    // A grouped lease (StoreState::grouped_locks) goes straight to it.
+    const bool grouped = req.op != SettleOp::kRenew && st_->grouped_locks.erase(req.seq) > 0;
+    if (req.op == SettleOp::kComplete && !grouped) {
+      Query d(c_, kCompleteUngrouped);
+      d.Int(queue.id).Int(req.seq).Token(req.token).Int(req.now);
+      MQLITE_RETURN_IF_ERROR(d.Exec());
+      if (sqlite3_changes(c_->db()) == 1) {
+        Verdict deleted;
+        deleted.action = Verdict::Action::kDelete;
+        return SettleResultOf(deleted);
+      }
+    }
     // Only a locked row can be settled (DecideSettle refuses any other the
     // same way), so the row is looked up as locked.
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kLocked, req.seq));

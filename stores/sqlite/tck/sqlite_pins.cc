@@ -94,6 +94,8 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       {"kUnlockToActive", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kUnlockToDeferred", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kDeleteMessage", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
+      {"kCompleteUngrouped",
+       {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kIsHead", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kDlqDecrement", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kDeadLetter", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
