@@ -159,6 +159,17 @@ Result<int64_t> ParseCount(const std::string& name, const std::string& v) {
   return std::stoll(v);
 }
 
+// A count within [lo, hi], named with its bounds when it is not.
+Status CheckCountIn(const std::string& name, const std::string& v, int64_t lo, int64_t hi) {
+  Result<int64_t> n = ParseCount(name, v);
+  if (!n.ok()) return n.status();
+  if (*n < lo || *n > hi) {
+    return Status::InvalidArgument("store URL: " + name + "=" + v + " must be " +
+                                   std::to_string(lo) + "–" + std::to_string(hi));
+  }
+  return Status::OK();
+}
+
 Status CheckParam(const std::string& scheme, const std::string& name, const std::string& v) {
   if (name == "durability") {
     if (Result<Durability> d = ParseDurability(v); !d.ok()) {
@@ -168,22 +179,8 @@ Status CheckParam(const std::string& scheme, const std::string& name, const std:
     return Status::OK();
   }
   if (name == "map_size" || name == "max_map_size") return ParseSize(name, v).status();
-  if (name == "pool_size") {
-    Result<int64_t> n = ParseCount(name, v);
-    if (!n.ok()) return n.status();
-    if (*n < 1 || *n > 1024) {
-      return Status::InvalidArgument("store URL: pool_size=" + v + " must be 1–1024");
-    }
-    return Status::OK();
-  }
-  if (name == "queue_cache_ms") {
-    Result<int64_t> n = ParseCount(name, v);
-    if (!n.ok()) return n.status();
-    if (*n > 3'600'000) {
-      return Status::InvalidArgument("store URL: queue_cache_ms=" + v + " must be 0–3600000");
-    }
-    return Status::OK();
-  }
+  if (name == "pool_size") return CheckCountIn(name, v, 1, 1024);
+  if (name == "queue_cache_ms") return CheckCountIn(name, v, 0, 3'600'000);
   if (name == "change_feed" || name == "shared" || name == "read_only") {
     return ParseBool(name, v).status();
   }

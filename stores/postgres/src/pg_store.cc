@@ -1230,20 +1230,19 @@ class PgStore final : public Store {
         [&](PgConn& conn) -> Status {
           const bool cache = !read && options.rerunnable && options_.queue_cache_ms > 0;
           PgTxn txn(conn, queries_, options_.schema, read, cache ? &queue_cache_ : nullptr);
-          struct Changed {
-            PgTxn& t;
-            bool& changed;
-            ~Changed() { changed = changed || t.queues_changed(); }
-          } note_changed{txn, queues_changed};
-          struct Count {
+          // What the attempt did, kept however it ends (a rerun adds to
+          // queues_changed: any attempt may have changed a queue).
+          struct Tally {
             PgTxn& t;
             int64_t& changed;
             int64_t& inserted;
-            ~Count() {
+            bool& queues;
+            ~Tally() {
               changed = t.changed_rows();
               inserted = t.inserted_rows();
+              queues = queues || t.queues_changed();
             }
-          } count{txn, changed, inserted};
+          } tally{txn, changed, inserted, queues_changed};
           if (read || !options_.change_feed) return body(txn);
           MQLITE_RETURN_IF_ERROR(body(txn));
           touched = txn.woke();

@@ -53,8 +53,9 @@ class PgStoreTest : public ::testing::Test {
     o.schema = schema_;
     return o;
   }
-  std::unique_ptr<Engine> OpenEngine(EngineOptions eo = {}) {
-    auto store = OpenPostgresStore(Options());
+  std::unique_ptr<Engine> OpenEngine(EngineOptions eo = {}) { return OpenEngine(Options(), eo); }
+  std::unique_ptr<Engine> OpenEngine(const PostgresOptions& o, EngineOptions eo = {}) {
+    auto store = OpenPostgresStore(o);
     EXPECT_TRUE(store.has_value()) << store.status().ToString();
     if (!store.has_value()) return nullptr;
     auto e = Engine::Open(std::move(*store), eo);
@@ -341,11 +342,8 @@ TEST_F(PgStoreTest, Spec2_AnotherEnginesUpdateQueueReachesCachedOperations) {
   // b keeps records for an hour: only the notification can make it read again.
   PostgresOptions o = Options();
   o.queue_cache_ms = 3'600'000;
-  auto store = OpenPostgresStore(o);
-  ASSERT_TRUE(store.has_value()) << store.status().ToString();
-  auto opened = Engine::Open(std::move(*store));
-  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
-  std::unique_ptr<Engine> b = std::move(*opened);
+  std::unique_ptr<Engine> b = OpenEngine(o);
+  ASSERT_TRUE(b);
   MQ_ASSERT_OK(a->CreateQueue({.name = "q", .lock_duration_ms = 60'000}).status());
   const int64_t first = LeaseGranted(*b, "q");  // b caches q
   EXPECT_GT(first, 50'000);
@@ -364,13 +362,12 @@ TEST_F(PgStoreTest, Spec2_AnotherEnginesUpdateQueueReachesCachedOperations) {
 // PostgresOptions::queue_cache_ms (1 s by default).
 TEST_F(PgStoreTest, Spec2_WithoutAChangeFeedAnUpdateIsSeenWithinASecond) {
   auto a = OpenEngine();
+  ASSERT_TRUE(a);
   PostgresOptions o = Options();
   o.change_feed = false;
-  auto store = OpenPostgresStore(o);
-  ASSERT_TRUE(store.has_value()) << store.status().ToString();
-  auto opened = Engine::Open(std::move(*store));
-  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
-  Engine& b = **opened;
+  std::unique_ptr<Engine> opened = OpenEngine(o);
+  ASSERT_TRUE(opened);
+  Engine& b = *opened;
   MQ_ASSERT_OK(a->CreateQueue({.name = "q", .lock_duration_ms = 60'000}).status());
   EXPECT_GT(LeaseGranted(b, "q"), 50'000);
   MQ_ASSERT_OK(a->UpdateQueue({.name = "q", .lock_duration_ms = 5'000}).status());
@@ -385,14 +382,13 @@ TEST_F(PgStoreTest, Spec2_WithoutAChangeFeedAnUpdateIsSeenWithinASecond) {
 // tell.
 TEST_F(PgStoreTest, Spec2_ASendThroughAStaleCachedQueueFindsTheQueueCreatedAgain) {
   auto a = OpenEngine();
+  ASSERT_TRUE(a);
   PostgresOptions o = Options();
   o.change_feed = false;
   o.queue_cache_ms = 3'600'000;
-  auto store = OpenPostgresStore(o);
-  ASSERT_TRUE(store.has_value()) << store.status().ToString();
-  auto opened = Engine::Open(std::move(*store));
-  ASSERT_TRUE(opened.has_value()) << opened.status().ToString();
-  Engine& b = **opened;
+  std::unique_ptr<Engine> opened = OpenEngine(o);
+  ASSERT_TRUE(opened);
+  Engine& b = *opened;
   MQ_ASSERT_OK(a->CreateQueue({.name = "q"}).status());
   MQ_ASSERT_OK(b.Send("q", {.body = "old"}).status());  // b caches q's first id
   MQ_ASSERT_OK(a->DeleteQueue("q"));

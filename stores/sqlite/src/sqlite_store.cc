@@ -630,8 +630,8 @@ class SqliteTxn final : public StoreTxn {
     // The common Complete — an ungrouped message locked under this token, its
     // lease live — is one statement, without reading the row first; anything
     // else (grouped, LockLost, any other op) takes the general path below,
-    // which decides it exactly.
-    // A grouped lease (StoreState::grouped_locks) goes straight to it.
+    // which decides it exactly. A lease a claim noted as grouped
+    // (StoreState::grouped_locks) goes straight there.
     const bool grouped = req.op != SettleOp::kRenew && st_->grouped_locks.erase(req.seq) > 0;
     if (req.op == SettleOp::kComplete && !grouped) {
       Query d(c_, kCompleteUngrouped);
