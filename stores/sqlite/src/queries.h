@@ -4,6 +4,12 @@
 #ifndef MQLITE_STORES_SQLITE_SRC_QUERIES_H_
 #define MQLITE_STORES_SQLITE_SRC_QUERIES_H_
 
+#include <array>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
 namespace mqlite::internal {
 
 // Column lists shared by the statements that return them (decoded by
@@ -59,6 +65,62 @@ inline constexpr char kInsertMessage[] =
     "group_id, subject, correlation_id, content_type, properties, body) "
     "VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0, NULL, 0, NULL, NULL, 0, ?10, ?11, ?12, "
     "?13, ?14, ?15, ?16)";
+// Multi-row statements: a SendBatch inserts, and a Claim locks, its rows in
+// chunks of 64, 32, … 1 rows (ChunkRows), one statement a chunk, so the
+// statement's fixed cost (a cursor on every index, halt, reset) is paid per
+// chunk rather than per message. Each text is built once (ChunkTexts), so its
+// address keys the statement cache like the literals'.
+inline constexpr size_t kChunkRowsMax = 64;
+// The rows of the next chunk: the largest power of two ≤ left, ≤ kChunkRowsMax.
+inline size_t ChunkRows(size_t left) {
+  size_t n = 1;
+  while (n * 2 <= left && n * 2 <= kChunkRowsMax) n *= 2;
+  return n;
+}
+// build(rows) for rows = 1, 2, 4, … kChunkRowsMax; ChunkText picks one.
+template <class Build>
+std::array<std::string, 7> ChunkTexts(Build build) {
+  std::array<std::string, 7> out;
+  for (size_t k = 0; k < out.size(); ++k) out[k] = build(size_t{1} << k);
+  return out;
+}
+inline const char* ChunkText(const std::array<std::string, 7>& texts, size_t rows) {
+  size_t k = 0;
+  while ((size_t{1} << k) < rows) ++k;
+  return texts[k].c_str();
+}
+// kInsertMessage with `rows` value tuples, each row's parameters numbered
+// after the previous row's (bind row by row, left to right).
+inline const char* InsertMessagesSql(size_t rows) {
+  static const std::array<std::string, 7> texts = ChunkTexts([](size_t n) {
+    const std::string_view base(kInsertMessage);
+    const size_t values = base.find("VALUES ") + 7;
+    const std::string_view tuple = base.substr(values);
+    // Calls f(text before, N) for each ?N of the tuple; returns the rest.
+    auto each_param = [&](auto&& f) {
+      size_t from = 0;
+      for (size_t i = 0; i < tuple.size(); ++i) {
+        if (tuple[i] != '?') continue;
+        f(tuple.substr(from, i - from), std::atoi(tuple.data() + i + 1));
+        while (i + 1 < tuple.size() && tuple[i + 1] >= '0' && tuple[i + 1] <= '9') ++i;
+        from = i + 1;
+      }
+      return tuple.substr(from);
+    };
+    int per_row = 0;
+    each_param([&](std::string_view, int p) { per_row = p > per_row ? p : per_row; });
+    std::string sql(base.substr(0, values));
+    for (size_t r = 0; r < n; ++r) {
+      if (r > 0) sql += ", ";
+      sql += each_param([&](std::string_view text, int p) {
+        sql += text;
+        sql += '?' + std::to_string(p + static_cast<int>(r) * per_row);
+      });
+    }
+    return sql;
+  });
+  return rows <= 1 ? kInsertMessage : ChunkText(texts, rows);
+}
 // No statement on the hot paths uses RETURNING: on SQLite 3.40 it costs more
 // than the write it reports on (measured: +45k instructions on a DELETE of
 // one row). The claim reads whole rows and the store applies the change to
@@ -76,6 +138,23 @@ inline constexpr char kLockActive[] =
     "UPDATE mqlite_messages SET state = 1, lock_token = ?1, locked_until = ?2, "
     "delivery_count = delivery_count + 1 WHERE queue_id = ?3 AND klass = 0 AND state = 0 "
     "AND seq = ?4";
+// kLockActive for `rows` rows: binds seq and token of each row, then
+// locked_until and queue_id. Every row gets its own token (CASE on seq).
+inline const char* LockActivesSql(size_t rows) {
+  static const std::array<std::string, 7> texts = ChunkTexts([](size_t n) {
+    std::string tokens, seqs;
+    for (size_t r = 0; r < n; ++r) {
+      const std::string seq = "?" + std::to_string(2 * r + 1);
+      tokens += " WHEN " + seq + " THEN ?" + std::to_string(2 * r + 2);
+      seqs += (r > 0 ? ", " : "") + seq;
+    }
+    return "UPDATE mqlite_messages SET state = 1, lock_token = CASE seq" + tokens +
+           " END, locked_until = ?" + std::to_string(2 * n + 1) +
+           ", delivery_count = delivery_count + 1 WHERE queue_id = ?" +
+           std::to_string(2 * n + 2) + " AND klass = 0 AND state = 0 AND seq IN (" + seqs + ")";
+  });
+  return ChunkText(texts, rows);
+}
 // Locks a deferred row (ClaimDeferred): it moves to klass 0.
 inline constexpr char kLockDeferred[] =
     "UPDATE mqlite_messages SET state = 1, klass = 0, lock_token = ?1, locked_until = ?2, "
@@ -264,7 +343,7 @@ struct NamedQuery {
   const char* name;
   const char* sql;
 };
-inline constexpr NamedQuery kAllQueries[] = {
+inline const NamedQuery kAllQueries[] = {
     {"kQueueHasMessages", kQueueHasMessages},
     {"kUpdateQueue", kUpdateQueue},
     {"kInsertQueue", kInsertQueue},
@@ -273,8 +352,10 @@ inline constexpr NamedQuery kAllQueries[] = {
     {"kDeleteQueueMessages", kDeleteQueueMessages},
     {"kDeleteQueueRow", kDeleteQueueRow},
     {"kInsertMessage", kInsertMessage},
+    {"kInsertMessages", InsertMessagesSql(kChunkRowsMax)},
     {"kClaimCandidates", kClaimCandidates},
     {"kLockActive", kLockActive},
+    {"kLockActives", LockActivesSql(kChunkRowsMax)},
     {"kLockDeferred", kLockDeferred},
     {"kLoadMessage", kLoadMessage},
     {"kAbandonDelayed", kAbandonDelayed},

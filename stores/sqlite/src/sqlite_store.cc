@@ -509,40 +509,66 @@ class SqliteTxn final : public StoreTxn {
 
   Result<std::vector<int64_t>> Enqueue(const QueueRecord& queue,
                                        std::span<const EnqueueItem> items) override {
-    std::vector<int64_t> seqs;
-    seqs.reserve(items.size());
+    // Rows go in as multi-row INSERTs (queries.h ChunkRows). A group's head
+    // flag needs the groups earlier in this batch, which the table does not
+    // show yet: those are tracked here.
+    struct Row {
+      const EnqueueItem* item;
+      int64_t seq;
+      bool head;
+      std::string properties;
+    };
+    std::vector<Row> rows;
+    rows.reserve(items.size());
+    std::unordered_set<std::string_view> batch_groups;
     for (const EnqueueItem& it : items) {
-      const OutgoingMessage& m = *it.message;
       bool head = true;
       if (it.group_key) {
-        MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(queue.id, *it.group_key));
-        head = !live;
+        if (!batch_groups.insert(*it.group_key).second) {
+          head = false;
+        } else {
+          MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(queue.id, *it.group_key));
+          head = !live;
+        }
       }
       MQLITE_ASSIGN_OR_RETURN(int64_t seq, NextSeq());
-      Query ins(c_, kInsertMessage);
-      ins.Int(queue.id)
-          .Int(static_cast<int>(it.state))
-          .Int(seq)
-          .Int(head ? 1 : 0)
-          .Int(m.priority)
-          .OptBytes(it.group_key)
-          .Int(it.enqueued_at)
-          .Int(it.visible_at)
-          .Int(it.expires_at)
-          .OptBytes(m.message_id)
-          .OptBytes(m.group_id)
-          .OptBytes(m.subject)
-          .OptBytes(m.correlation_id)
-          .OptBytes(m.content_type);
-      if (m.properties.empty()) {
-        ins.Null();
-      } else {
-        ins.Bytes(EncodePropertyBlob(m.properties));
-      }
-      ins.Bytes(m.body);
-      MQLITE_RETURN_IF_ERROR(ins.Exec());
-      seqs.push_back(seq);
+      const OutgoingMessage& m = *it.message;
+      rows.push_back({&it, seq, head,
+                      m.properties.empty() ? std::string() : EncodePropertyBlob(m.properties)});
     }
+    for (size_t done = 0; done < rows.size();) {
+      const size_t n = ChunkRows(rows.size() - done);
+      Query ins(c_, InsertMessagesSql(n));
+      for (size_t r = done; r < done + n; ++r) {
+        const EnqueueItem& it = *rows[r].item;
+        const OutgoingMessage& m = *it.message;
+        ins.Int(queue.id)
+            .Int(static_cast<int>(it.state))
+            .Int(rows[r].seq)
+            .Int(rows[r].head ? 1 : 0)
+            .Int(m.priority)
+            .OptBytes(it.group_key)
+            .Int(it.enqueued_at)
+            .Int(it.visible_at)
+            .Int(it.expires_at)
+            .OptBytes(m.message_id)
+            .OptBytes(m.group_id)
+            .OptBytes(m.subject)
+            .OptBytes(m.correlation_id)
+            .OptBytes(m.content_type);
+        if (m.properties.empty()) {
+          ins.Null();
+        } else {
+          ins.Bytes(rows[r].properties);
+        }
+        ins.Bytes(m.body);
+      }
+      MQLITE_RETURN_IF_ERROR(ins.Exec());
+      done += n;
+    }
+    std::vector<int64_t> seqs;
+    seqs.reserve(rows.size());
+    for (const Row& r : rows) seqs.push_back(r.seq);
     return seqs;
   }
 
@@ -558,9 +584,33 @@ class SqliteTxn final : public StoreTxn {
     MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
+    // Peek-Lock takes are written a chunk of rows per statement (queries.h
+    // ChunkRows), before every read of the claim index and at the end: a
+    // read must not return a row this claim already took.
+    std::vector<std::pair<int64_t, const LockToken*>> locks;
+    auto write_locks = [&]() -> Status {
+      for (size_t done = 0; done < locks.size();) {
+        const size_t n = ChunkRows(locks.size() - done);
+        Query u(c_, n == 1 ? kLockActive : LockActivesSql(n));
+        if (n == 1) {
+          u.Token(*locks[done].second).Int(req.locked_until).Int(queue.id).Int(locks[done].first);
+        } else {
+          for (size_t r = done; r < done + n; ++r) u.Int(locks[r].first).Token(*locks[r].second);
+          u.Int(req.locked_until).Int(queue.id);
+        }
+        MQLITE_RETURN_IF_ERROR(u.Exec());
+        if (sqlite3_changes(c_->db()) != static_cast<int>(n)) {
+          return Status::Internal("claim: a row vanished");
+        }
+        done += n;
+      }
+      locks.clear();
+      return Status::OK();
+    };
     MQLITE_RETURN_IF_ERROR(ClaimInChunks<Candidate>(
         req, queue.config,
         [&](int64_t limit) -> Result<std::vector<Candidate>> {
+          MQLITE_RETURN_IF_ERROR(write_locks());
           std::vector<Candidate> rows;
           Query q(c_, kClaimCandidates);
           q.Int(queue.id).Int(limit);
@@ -580,10 +630,8 @@ class SqliteTxn final : public StoreTxn {
           Message m = r.message;
           if (peek_lock) {
             const LockToken& token = req.tokens[out.size()];
-            Query u(c_, kLockActive);
-            u.Token(token).Int(req.locked_until).Int(queue.id).Int(r.seq);
-            MQLITE_RETURN_IF_ERROR(ExecOne(u, "claim"));
-            // The row as kLockMessage left it.
+            locks.emplace_back(r.seq, &token);
+            // The row as write_locks leaves it.
             m.state = MessageState::kLocked;
             m.lock_token = token;
             m.locked_until = req.locked_until;
@@ -605,6 +653,7 @@ class SqliteTxn final : public StoreTxn {
           out.push_back(std::move(m));
           return ClaimTake::kDelivered;
         }));
+    MQLITE_RETURN_IF_ERROR(write_locks());
     return out;
   }
 

@@ -46,10 +46,12 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       {"kDeleteQueueMessages", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=?)"}},
       {"kDeleteQueueRow", {"SEARCH mqlite_queues USING INTEGER PRIMARY KEY (rowid=?)"}},
       {"kInsertMessage", {}},
+      {"kInsertMessages", {"SCAN 64 CONSTANT ROWS"}},
       // One claim statement serves all three ordering modes: group order lives
       // in the is_head flag, so the same index seek holds for each.
       {"kClaimCandidates", {"SEARCH mqlite_messages USING INDEX mqlite_msg_claim (queue_id=?)"}},
       {"kLockActive", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
+      {"kLockActives", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kLockDeferred", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kLoadMessage", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
       {"kAbandonDelayed", {"SEARCH mqlite_messages USING PRIMARY KEY (queue_id=? AND klass=? AND seq=?)"}},
