@@ -2,7 +2,8 @@
 // docs/sqlite-store.md for the design.
 //
 // Concurrency: one connection, opened with SQLITE_OPEN_NOMUTEX and guarded by
-// gate_; Run() serialises bodies. The file is exclusive to this store (SPEC §9),
+// gate_; Run() serialises bodies. A second connection, on a thread of its
+// own, only checkpoints the WAL (checkpointer.h). The file is exclusive to this store (SPEC §9),
 // so no other writer exists and BEGIN IMMEDIATE never waits.
 #include "mqlite/sqlite.h"
 
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "checkpointer.h"
 #include "mqlite/file_lock.h"
 #include "mqlite/store_util.h"
 #include "queries.h"
@@ -1304,14 +1306,20 @@ class SqliteTxn final : public StoreTxn {
 
 class SqliteStore final : public Store {
  public:
+  // `durability` is the writer's synchronous level; ignored when read_only.
   SqliteStore(std::unique_ptr<FileLock> lock, std::unique_ptr<Conn> conn, int64_t seq_reserved,
-              bool read_only = false)
+              bool read_only = false, Durability durability = Durability::kNormal)
       : read_only_(read_only), lock_(std::move(lock)), conn_(std::move(conn)) {
     // Every seq up to the reservation may have been handed out before.
     state_.seqs.next = seq_reserved + 1;
     state_.seqs.reserved = seq_reserved;
+    if (!read_only_) {
+      checkpointer_ = WalCheckpointer::Start(conn_->db(), lock_->canonical_path(),
+                                             SynchronousLevel(durability), {});
+    }
   }
   ~SqliteStore() override {
+    checkpointer_.reset();  // before its writer closes
     conn_.reset();  // close the database before releasing the lock
     lock_.reset();
   }
@@ -1378,6 +1386,7 @@ class SqliteStore final : public Store {
   StoreState state_;
   std::unique_ptr<FileLock> lock_;
   std::unique_ptr<Conn> conn_;
+  std::unique_ptr<WalCheckpointer> checkpointer_;  // null: SQLite's automatic checkpoint
 };
 
 // Kept out of queries.h: it reads sqlite_master at open, not a message table.
@@ -1536,7 +1545,8 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
   Result<int64_t> seq_reserved = internal::ReadSeqReserved(conn->get());
   if (!seq_reserved) return seq_reserved.error();
   return std::unique_ptr<Store>(
-      new internal::SqliteStore(std::move(lock), std::move(*conn), *seq_reserved));
+      new internal::SqliteStore(std::move(lock), std::move(*conn), *seq_reserved,
+                                /*read_only=*/false, options.durability));
 }
 
 }  // namespace mqlite
