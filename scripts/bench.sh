@@ -11,7 +11,8 @@
 # (stores/postgres/tests/pg_test_cluster.sh, MQLITE_PG_DURABLE=1) on
 # 127.0.0.1 and stops it afterwards, unless MQLITE_BENCH_PG_URL names a
 # server to use (the bench creates and drops schemas named bench_*).
-# About twenty-five minutes.
+# Over an hour on the 2-core test machine (101 workloads, 3 interleaved
+# repetitions; a run on 2026-12-06 was stopped unfinished after 60 minutes).
 #
 # Installs what is missing, builds mqlite-bench with the `default` preset,
 # runs every workload on every store (SQLite, LMDB, memory) plus the raw-SQL
@@ -21,7 +22,8 @@
 # docs/benchmarks.md and the SVG plots beside it. Data files go to
 # build/bench-data (a disk-backed directory; tmpfs would flatter the numbers).
 # Progress: Google Benchmark prints a line per workload, long set-ups print
-# percentages. Takes about twenty minutes (17m39s on the 2-core test machine with LMDB added).
+# percentages. Takes about half an hour (about 32 minutes on the 2-core test
+# machine in December 2026).
 #
 # Extra arguments go to mqlite-bench, e.g. --benchmark_filter='sqlite' or
 # --scale=smoke (then the report is written under build/bench-smoke instead
