@@ -17,6 +17,10 @@ std::unique_ptr<WalCheckpointer> WalCheckpointer::Start(sqlite3* writer, const s
     sqlite3_close_v2(own);
     return nullptr;
   }
+  // Two connections on one WAL can find each other's locks held for a
+  // moment (seen under ThreadSanitizer as SQLITE_BUSY on a writer without a
+  // busy timeout): both wait such moments out, as the store's writer does.
+  sqlite3_busy_timeout(own, 5000);
   // The checkpoint syncs as this connection's level says: the writer's.
   const std::string pragma = std::string("PRAGMA synchronous = ") + synchronous;
   if (sqlite3_exec(own, pragma.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
