@@ -1420,8 +1420,9 @@ Result<std::optional<std::string>> ReadSchemaToken(Conn* conn) {
 }
 
 // One connection (SQLITE_OPEN_NOMUTEX: the store serialises its use) with
-// extended result codes and a busy timeout: only non-mqlite connections, or
-// an inspected store's owner checkpointing, can contend.
+// extended result codes and a busy timeout: only the store's own checkpointer
+// (checkpointer.h), non-mqlite connections, or an inspected store's owner
+// checkpointing, can contend.
 Result<std::unique_ptr<Conn>> Connect(const std::string& path, int flags, const char* what) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
