@@ -9,8 +9,16 @@
 namespace mqlite::internal {
 
 std::unique_ptr<WalCheckpointer> WalCheckpointer::Start(sqlite3* writer, const std::string& path,
-                                                        const char* synchronous,
                                                         Options options) {
+  // The checkpoint syncs as its connection's level says: the writer's.
+  int synchronous = -1;
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(writer, "PRAGMA synchronous", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    synchronous = sqlite3_column_int(st, 0);
+  }
+  sqlite3_finalize(st);
+  if (synchronous < 0) return nullptr;
   sqlite3* own = nullptr;
   if (sqlite3_open_v2(path.c_str(), &own, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -21,8 +29,7 @@ std::unique_ptr<WalCheckpointer> WalCheckpointer::Start(sqlite3* writer, const s
   // moment (seen under ThreadSanitizer as SQLITE_BUSY on a writer without a
   // busy timeout): both wait such moments out, as the store's writer does.
   sqlite3_busy_timeout(own, 5000);
-  // The checkpoint syncs as this connection's level says: the writer's.
-  const std::string pragma = std::string("PRAGMA synchronous = ") + synchronous;
+  const std::string pragma = "PRAGMA synchronous = " + std::to_string(synchronous);
   if (sqlite3_exec(own, pragma.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
     sqlite3_close_v2(own);
     return nullptr;

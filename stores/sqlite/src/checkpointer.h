@@ -67,12 +67,12 @@ class WalCheckpointer {
   };
 
   // Opens a second connection to `path` (an existing WAL database that
-  // `writer` has open) at `synchronous` ("NORMAL", "FULL", "OFF"), starts
-  // the thread and installs the WAL hook on `writer`, which replaces
-  // SQLite's automatic checkpoint. nullptr when the connection cannot be
-  // opened: the writer keeps SQLite's automatic checkpoint.
+  // `writer` has open) at the writer's `synchronous` level, starts the
+  // thread and installs the WAL hook on `writer`, which replaces SQLite's
+  // automatic checkpoint. nullptr when the connection cannot be opened: the
+  // writer keeps SQLite's automatic checkpoint.
   static std::unique_ptr<WalCheckpointer> Start(sqlite3* writer, const std::string& path,
-                                                const char* synchronous, Options options);
+                                                Options options);
   WalCheckpointer(const WalCheckpointer&) = delete;
   WalCheckpointer& operator=(const WalCheckpointer&) = delete;
   // Stops the thread (after its current checkpoint), closes its connection

@@ -3,8 +3,9 @@
 //
 // Concurrency: one connection, opened with SQLITE_OPEN_NOMUTEX and guarded by
 // gate_; Run() serialises bodies. A second connection, on a thread of its
-// own, only checkpoints the WAL (checkpointer.h). The file is exclusive to this store (SPEC §9),
-// so no other writer exists and BEGIN IMMEDIATE never waits.
+// own, only checkpoints the WAL (checkpointer.h). The file is exclusive to
+// this store (SPEC §9), so no other writer exists and BEGIN IMMEDIATE never
+// waits.
 #include "mqlite/sqlite.h"
 
 #include <sqlite3.h>
@@ -1306,16 +1307,14 @@ class SqliteTxn final : public StoreTxn {
 
 class SqliteStore final : public Store {
  public:
-  // `durability` is the writer's synchronous level; ignored when read_only.
   SqliteStore(std::unique_ptr<FileLock> lock, std::unique_ptr<Conn> conn, int64_t seq_reserved,
-              bool read_only = false, Durability durability = Durability::kNormal)
+              bool read_only = false)
       : read_only_(read_only), lock_(std::move(lock)), conn_(std::move(conn)) {
     // Every seq up to the reservation may have been handed out before.
     state_.seqs.next = seq_reserved + 1;
     state_.seqs.reserved = seq_reserved;
     if (!read_only_) {
-      checkpointer_ = WalCheckpointer::Start(conn_->db(), lock_->canonical_path(),
-                                             SynchronousLevel(durability), {});
+      checkpointer_ = WalCheckpointer::Start(conn_->db(), lock_->canonical_path(), {});
     }
   }
   ~SqliteStore() override {
@@ -1546,8 +1545,7 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
   Result<int64_t> seq_reserved = internal::ReadSeqReserved(conn->get());
   if (!seq_reserved) return seq_reserved.error();
   return std::unique_ptr<Store>(
-      new internal::SqliteStore(std::move(lock), std::move(*conn), *seq_reserved,
-                                /*read_only=*/false, options.durability));
+      new internal::SqliteStore(std::move(lock), std::move(*conn), *seq_reserved));
 }
 
 }  // namespace mqlite

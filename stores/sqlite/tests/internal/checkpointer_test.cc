@@ -77,7 +77,7 @@ TEST_F(WalCheckpointerTest, KeepsTheWalBoundedAndCopiesInBothPlaces) {
   WalCheckpointer::Options o;
   o.background_frames = 50;
   o.inline_frames = 400;
-  auto c = WalCheckpointer::Start(db_, path_, "NORMAL", o);
+  auto c = WalCheckpointer::Start(db_, path_, o);
   ASSERT_NE(c, nullptr);
   const int64_t most = InsertMany(4000);
   const auto n = c->counters();
@@ -104,7 +104,7 @@ TEST_F(WalCheckpointerTest, LowOnSpaceRewindsAtTheAutomaticPoint) {
   WalCheckpointer::Options o;
   o.background_frames = 100;
   o.spare_bytes = INT64_MAX;  // every file system is "low"
-  auto c = WalCheckpointer::Start(db_, path_, "NORMAL", o);
+  auto c = WalCheckpointer::Start(db_, path_, o);
   ASSERT_NE(c, nullptr);
   const int64_t most = InsertMany(3000);
   EXPECT_GT(c->counters().inline_, 0u);
@@ -114,8 +114,7 @@ TEST_F(WalCheckpointerTest, LowOnSpaceRewindsAtTheAutomaticPoint) {
 
 TEST_F(WalCheckpointerTest, EveryCommitSurvivesAReopenAndTheFileChecksOut) {
   {
-    auto c = WalCheckpointer::Start(db_, path_, "NORMAL", {.background_frames = 20,
-                                                           .inline_frames = 200});
+    auto c = WalCheckpointer::Start(db_, path_, {.background_frames = 20, .inline_frames = 200});
     ASSERT_NE(c, nullptr);
     for (int i = 0; i < 1500; ++i) InsertOne();
     EXPECT_GT(c->counters().background, 0u);
@@ -132,7 +131,7 @@ TEST_F(WalCheckpointerTest, EveryCommitSurvivesAReopenAndTheFileChecksOut) {
 }
 
 TEST_F(WalCheckpointerTest, AFileItCannotOpenLeavesTheAutomaticCheckpoint) {
-  EXPECT_EQ(WalCheckpointer::Start(db_, dir_ + "/missing/x.db", "NORMAL", {}), nullptr);
+  EXPECT_EQ(WalCheckpointer::Start(db_, dir_ + "/missing/x.db", {}), nullptr);
   for (int i = 0; i < 2000; ++i) InsertOne();
   EXPECT_LT(WalBytes(), (WalCheckpointer::kAutomaticFrames + 200) * kFrameBytes);
 }
