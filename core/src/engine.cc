@@ -51,6 +51,8 @@ Status Engine::Impl::DoSend(StoreTxn& txn, std::string_view queue, std::span<con
   }
   out->assign(messages.size(), SendOutcome{});
   if (q.config.dedup_window_ms <= 0) {
+    // The body's only write: the store may commit with it.
+    if (internal::GroupCommit::RunsAlone()) txn.FinalCallFollows();
     MQLITE_ASSIGN_OR_RETURN(std::vector<int64_t> seqs, txn.Enqueue(q, items));
     for (size_t i = 0; i < seqs.size(); ++i) (*out)[i].seq = seqs[i];
     *wrote = true;
@@ -122,38 +124,42 @@ Status Engine::Impl::DoSend(StoreTxn& txn, std::string_view queue, std::span<con
   return Status::OK();
 }
 
-Result<SettleResult> Engine::Impl::DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req) {
+Result<SettleResult> Engine::Impl::DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req,
+                                            bool final_call) {
   req.renew_until = req.now + q.config.lock_duration_ms;
-  auto r = txn.Settle(q, req);
   const bool has_receipt = req.op != SettleOp::kRenew;  // Renew never replays
-  if (r) {
-    if (has_receipt) {
-      MQLITE_RETURN_IF_ERROR(
-          txn.PutReceipt(internal::ReceiptKey(q.id, req), req.now + options.receipt_retention_ms));
-    }
-    return r;
+  if (has_receipt) {  // the store records it with the settle (store.h)
+    req.receipt_key = internal::ReceiptKey(q.id, req);
+    req.receipt_expires_at = req.now + options.receipt_retention_ms;
   }
+  // The settle is the body's last write (a LockLost only reads the
+  // receipt after it): the store may commit with it.
+  if (final_call) txn.FinalCallFollows();
+  auto r = txn.Settle(q, req);
+  if (r) return r;
   if (r.error().code() != StatusCode::kLockLost) return r.error();
   if (has_receipt) {
-    MQLITE_ASSIGN_OR_RETURN(bool live, txn.FindReceipt(internal::ReceiptKey(q.id, req), req.now));
+    MQLITE_ASSIGN_OR_RETURN(bool live, txn.FindReceipt(req.receipt_key, req.now));
     if (live) return SettleResult{};  // replayed: the original effect stands
   }
   return LockLostError(q.config.name, req.seq, req.op);
 }
 
-Result<SettleResult> Engine::Impl::SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req) {
+Result<SettleResult> Engine::Impl::SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req,
+                                               bool final_call) {
   MQLITE_RETURN_IF_ERROR(internal::ValidateQueueName(queue));
   MQLITE_RETURN_IF_ERROR(internal::ValidateToken(queue, req.seq, req.token));
   MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
   req.now = Now();
-  return DoSettle(txn, q, std::move(req));
+  return DoSettle(txn, q, std::move(req), final_call);
 }
 
 Result<SettleResult> Engine::Impl::SettleOne(std::string_view queue, SettleRequest req,
                                const CallOptions& call) {
   SettleResult result;
   MQLITE_RETURN_IF_ERROR(Write(call, [&](StoreTxn& txn) -> Status {
-    MQLITE_ASSIGN_OR_RETURN(result, SettleInTxn(txn, queue, req));
+    MQLITE_ASSIGN_OR_RETURN(result,
+                            SettleInTxn(txn, queue, req, internal::GroupCommit::RunsAlone()));
     return Status::OK();
   }));
   if (req.op != SettleOp::kRenew && req.op != SettleOp::kDefer) Wake();
@@ -453,6 +459,9 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
       req.mode = options.mode;
       req.locked_until = now + q.config.lock_duration_ms;
       req.tokens = tokens;
+      // Without an attempt record to write, the claim is the body's last
+      // write: the store may commit with it.
+      if (!options.attempt_id && internal::GroupCommit::RunsAlone()) txn.FinalCallFollows();
       MQLITE_ASSIGN_OR_RETURN(got, txn.Claim(q, req));
       if (options.attempt_id && !got.empty()) {
         AttemptRecord rec{q.id, options.mode, internal::EncodeMessages(got),

@@ -220,9 +220,13 @@ struct Engine::Impl {
 
   // SPEC §6 + §7.2: settle, write a receipt in the same commit; on LockLost,
   // a live receipt for the identical request is a successful replay.
-  Result<SettleResult> DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req);
+  // `final_call`: the body runs alone and this settle is its last write
+  // (StoreTxn::FinalCallFollows); only SettleOne's body passes true.
+  Result<SettleResult> DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req,
+                                bool final_call = false);
 
-  Result<SettleResult> SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req);
+  Result<SettleResult> SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req,
+                                   bool final_call = false);
 
   Result<SettleResult> SettleOne(std::string_view queue, SettleRequest req,
                                  const CallOptions& call);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "call.h"
@@ -19,6 +20,23 @@ struct GroupCommit::Request {
   // the request lives on its caller's stack.
   std::condition_variable_any cv;
 };
+
+namespace {
+
+thread_local bool tl_alone = false;
+
+// Runs `body` with RunsAlone() true on this thread.
+Status RunAlone(const std::function<Status(StoreTxn&)>& body, StoreTxn& txn) {
+  struct Scope {
+    bool saved = std::exchange(tl_alone, true);
+    ~Scope() { tl_alone = saved; }
+  } scope;
+  return body(txn);
+}
+
+}  // namespace
+
+bool GroupCommit::RunsAlone() { return tl_alone; }
 
 GroupCommit::GroupCommit(Store* store, int max_members, int max_leaders)
     : store_(store), max_members_(max_members), max_leaders_(std::max(1, max_leaders)) {}
@@ -50,7 +68,10 @@ void GroupCommit::HandOffLocked() {
 
 Status GroupCommit::Write(const CallOptions& call,
                           const std::function<Status(StoreTxn&)>& body) {
-  if (max_members_ <= 1) return store_->Run(TxnKind::kWrite, ToRunOptions(call), body);
+  if (max_members_ <= 1) {
+    return store_->Run(TxnKind::kWrite, ToRunOptions(call),
+                       [&](StoreTxn& txn) { return RunAlone(body, txn); });
+  }
   using State = Request::State;
   Request req{&body, &call, State::kQueued, Status::OK(), {}};
   std::unique_lock<std::mutex> l(mu_);
@@ -118,7 +139,7 @@ void GroupCommit::LeadGroup(const CallOptions& call, Request* leader) {
         if (taken[0] != leader) {
           MQLITE_RETURN_IF_ERROR(CheckCancelled(*taken[0]->call, "waiting for the writer"));
         }
-        return (*taken[0]->body)(txn);
+        return RunAlone(*taken[0]->body, txn);
       }
       member_failed = false;
       for (Request* r : taken) {
@@ -153,7 +174,8 @@ void GroupCommit::LeadGroup(const CallOptions& call, Request* leader) {
     // Rolled back as a whole (a member's store error, or a failed commit):
     // nothing committed, so each member runs alone and gets its own answer.
     for (Request* r : taken) {
-      r->status = store_->Run(TxnKind::kWrite, ToRunOptions(*r->call), *r->body);
+      r->status = store_->Run(TxnKind::kWrite, ToRunOptions(*r->call),
+                              [&](StoreTxn& txn) { return RunAlone(*r->body, txn); });
     }
   } else if (!s.ok()) {
     for (Request* r : taken) r->status = s;  // the commit's fate is every member's

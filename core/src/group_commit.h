@@ -23,6 +23,11 @@
 // OutcomeUnknown on the commit is every member's answer. A caller returns
 // only after the commit that holds its writes.
 //
+// A body that has its transaction to itself (it led a group of one, grouping
+// is off, or it runs alone after its group failed) sees RunsAlone() true and
+// may tell the store its final call follows (StoreTxn::FinalCallFollows), so a
+// networked store can send COMMIT with that call.
+//
 // Thread-safety: Write may be called from any number of threads.
 #ifndef MQLITE_CORE_SRC_GROUP_COMMIT_H_
 #define MQLITE_CORE_SRC_GROUP_COMMIT_H_
@@ -62,6 +67,12 @@ class GroupCommit {
   // Groups a leader runs for callers queued behind it once its own request
   // is done ("leading on"), before it hands the lead to one of them.
   static constexpr int kLeadOnGroups = 4;
+
+  // True while the calling thread runs a body passed to Write alone in its
+  // store transaction (no other member, no savepoint): only then may that
+  // body tell the store its final call follows (StoreTxn::FinalCallFollows).
+  // False everywhere else, a Tx's body included.
+  static bool RunsAlone();
 
  private:
   struct Request;

@@ -102,6 +102,13 @@ SettleResult SettleResultOf(const Verdict& verdict) {
   return r;
 }
 
+Result<SettleResult> Settled(StoreTxn& txn, const SettleRequest& req, const Verdict& verdict) {
+  if (!req.receipt_key.empty()) {
+    MQLITE_RETURN_IF_ERROR(txn.PutReceipt(req.receipt_key, req.receipt_expires_at));
+  }
+  return SettleResultOf(verdict);
+}
+
 void ApplyToRow(const Verdict& verdict, RowState* row) {
   switch (verdict.action) {
     case Verdict::Action::kUnlock:

@@ -85,6 +85,12 @@ struct AnyReceiptTxn : StoreTxnWrapper {
     *any_ = true;
     return StoreTxnWrapper::PutReceipt(key, expires_at);
   }
+  // A settle records its receipt inside the store (SettleRequest::receipt_key).
+  Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
+    auto s = StoreTxnWrapper::Settle(q, r);
+    if (s.ok() && !r.receipt_key.empty()) *any_ = true;
+    return s;
+  }
   Result<bool> FindReceipt(std::string_view key, int64_t now) override {
     auto r = StoreTxnWrapper::FindReceipt(key, now);
     if (r.ok() && !*r && *any_) return true;

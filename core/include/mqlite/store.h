@@ -165,6 +165,12 @@ struct SettleRequest {
   std::string reason;         // Reject only
   std::string description;    // Reject only
   int64_t renew_until = 0;    // Renew only: now + lock_duration
+  // The replay receipt (SPEC §7.2) a successful Settle records in the same
+  // transaction, exactly as PutReceipt(receipt_key, receipt_expires_at)
+  // would; none when empty (Renew never has one). In the request so that a
+  // store can write it with the settle's own statement.
+  std::string receipt_key;
+  int64_t receipt_expires_at = 0;
 };
 
 struct SettleResult {
@@ -309,7 +315,9 @@ class StoreTxn {
   //   Renew:    locked_until = max(locked_until, req.renew_until).
   // Every transition out of locked (except Renew) clears the token and lease.
   // Dead-lettering sets dead_lettered_at = now. A message leaving its group
-  // (deleted or dead-lettered) hands headship to the next live member.
+  // (deleted or dead-lettered) hands headship to the next live member. On
+  // success it also records req.receipt_key, if set (store_util.h Settled);
+  // a LockLost records nothing.
   virtual Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) = 0;
 
   // ---- Inspection and DLQ (SPEC §6) ------------------------------------------
@@ -438,6 +446,32 @@ class StoreTxn {
   // transaction is still open; InvalidArgument if the application committed or
   // rolled it back itself (SPEC §8 misuse). Default: cannot tell, OK.
   virtual Status CheckNativeTxnOpen() { return Status::OK(); }
+
+  // ---- Commit hint (optional) -------------------------------------------------
+
+  // The engine calls this only in a write transaction that runs one request's
+  // body alone — a Send, SendBatch, Receive or single settle that group commit
+  // did not join with others; never in a Tx, a Savepoint or a maintenance
+  // pass — right before that body's final write: Enqueue, Claim or Settle.
+  // After that call the body writes nothing: it returns, or (a Settle that
+  // failed with LockLost) reads with FindReceipt and returns. So a store that
+  // pays a network round trip per statement may send its COMMIT together with
+  // that call's last statement instead of after the body. The next of those
+  // three calls consumes the hint, whether or not the store used it.
+  // A store that commits early must keep, for the caller:
+  //   - the call succeeded: everything the transaction did is committed (or,
+  //     if the COMMIT's fate is unknown, the call fails with OutcomeUnknown);
+  //     calls after it run outside the transaction and Run commits nothing
+  //     more;
+  //   - the call failed: none of its own effects committed (writes made before
+  //     it in the body may have — they must be complete on their own, as a
+  //     PromoteDue's are), and the call's status is what it would have been
+  //     without the hint.
+  // A store may also commit early and go on in a new transaction when the
+  // call turns out to need more than its first statement (PostgreSQL's claim
+  // falls back to its general path so). Wrappers forward it and must not add
+  // store calls after forwarding the final call. Default: ignored.
+  virtual void FinalCallFollows() {}
 };
 
 enum class TxnKind : int {
@@ -682,6 +716,7 @@ class StoreTxnWrapper : public StoreTxn {
     return target_->Savepoint([&](StoreTxn&) { return body(*this); });
   }
   void* NativeHandle() override { return target_->NativeHandle(); }
+  void FinalCallFollows() override { target_->FinalCallFollows(); }
 
  private:
   StoreTxn* target_;

@@ -169,6 +169,9 @@ Result<Verdict> DecideSettle(const RowFacts* row, const QueueConfig& config,
                              const SettleRequest& req);
 // What Settle returns once a DecideSettle verdict is applied.
 SettleResult SettleResultOf(const Verdict& verdict);
+// A Settle's successful end: records req.receipt_key (if set) through
+// txn.PutReceipt, then returns the verdict's result.
+Result<SettleResult> Settled(StoreTxn& txn, const SettleRequest& req, const Verdict& verdict);
 
 // The row changes a verdict makes, for stores that rewrite a whole row:
 // kUnlock (to `to`, token and lease cleared, visible_at set when scheduled)

@@ -450,7 +450,7 @@ class LmdbTxn final : public StoreTxn {
     MQLITE_ASSIGN_OR_RETURN(std::optional<Row> r, Find(queue.id, req.seq));
     MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(r ? &*r : nullptr, queue.config, req));
     MQLITE_RETURN_IF_ERROR(ApplyTo(req.seq, *r, v, req.now));
-    return SettleResultOf(v);
+    return Settled(*this, req, v);
   }
 
   // ---- Inspection and DLQ (SPEC §6) ----

@@ -309,7 +309,7 @@ class MemTxn final : public StoreTxn {
     MQLITE_RETURN_IF_ERROR(Writable("Settle"));
     MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Find(queue.id, req.seq), queue.config, req));
     Apply(req.seq, v, req.now);
-    return SettleResultOf(v);
+    return Settled(*this, req, v);
   }
 
   // ---- Inspection and DLQ (SPEC §6) ----

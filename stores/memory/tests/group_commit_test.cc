@@ -350,5 +350,48 @@ TEST_F(GroupCommitTest, Spec9_SeveralLeadersStillRunEveryRequestExactlyOnce) {
   }
 }
 
+// RunsAlone() — what lets a body tell the store that its final call
+// follows (StoreTxn::FinalCallFollows) — is true exactly where a body has
+// its transaction to itself: the leader that found no one queued, every
+// write with grouping off, and each member rerun alone after a store error;
+// never for a member of a group of several.
+TEST_F(GroupCommitTest, Spec9_OnlyABodyWithItsTransactionToItselfRunsAlone) {
+  std::mutex mu;
+  std::vector<bool> seen;
+  auto recording = [&](int i, Status result) {
+    return [&, i, result](StoreTxn& txn) -> Status {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        seen.push_back(GroupCommit::RunsAlone());
+      }
+      return Body(i, result)(txn);
+    };
+  };
+  EXPECT_FALSE(GroupCommit::RunsAlone()) << "outside any Write";
+  {
+    GroupCommit gc(store_.get(), 64, 1);
+    std::vector<std::function<Status(StoreTxn&)>> bodies;
+    for (int i = 0; i < 4; ++i) bodies.push_back(recording(i, Status::OK()));
+    for (const Status& s : RunGrouped(gc, bodies)) EXPECT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(seen.size(), 4u);
+    for (bool alone : seen) EXPECT_FALSE(alone) << "a member of a group of four";
+    seen.clear();
+    EXPECT_TRUE(gc.Write({}, recording(10, Status::OK())).ok());
+    EXPECT_EQ(seen, std::vector<bool>{true}) << "a write that found no one queued";
+    seen.clear();
+    // A store error in the group: each member runs again alone.
+    std::vector<std::function<Status(StoreTxn&)>> failing = {
+        recording(20, Status::OK()), recording(21, Status::Unavailable("store trouble"))};
+    (void)RunGrouped(gc, failing);
+    // Both in the group, both again in savepoints, then each alone.
+    EXPECT_EQ(seen, (std::vector<bool>{false, false, false, false, true, true}));
+    seen.clear();
+  }
+  GroupCommit off(store_.get(), /*max_members=*/1, 1);
+  EXPECT_TRUE(off.Write({}, recording(30, Status::OK())).ok());
+  EXPECT_EQ(seen, std::vector<bool>{true}) << "grouping off";
+  EXPECT_FALSE(GroupCommit::RunsAlone()) << "reset after the body";
+}
+
 }  // namespace
 }  // namespace mqlite::internal

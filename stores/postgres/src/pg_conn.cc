@@ -231,7 +231,7 @@ bool PgConn::SendCommand(const Command& c) {
                              formats, 0) != 0;
 }
 
-Result<PgResult> PgConn::Pipeline(Command* last, bool committing) {
+Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, PgResult* kept) {
   std::vector<Command> commands = std::move(deferred_);
   deferred_.clear();
   if (last != nullptr) commands.push_back(std::move(*last));
@@ -301,6 +301,8 @@ Result<PgResult> PgConn::Pipeline(Command* last, bool committing) {
       prepared_.insert(e.prepared);
     } else if (e.command == last_index) {
       out = std::move(r);
+    } else if (e.command == keep && kept != nullptr) {
+      *kept = std::move(r);
     }
   }
   if (!lost) {
@@ -315,7 +317,35 @@ Result<PgResult> PgConn::Pipeline(Command* last, bool committing) {
   return out;
 }
 
-Status PgConn::Commit() {
+Status PgConn::BeginWrite(std::chrono::steady_clock::time_point deadline, std::string_view what) {
+  deadline_ = deadline;
+  what_ = std::string(what);
+  ended_ = false;
+  Defer("BEGIN READ WRITE", "BEGIN");
+  if (deadline == std::chrono::steady_clock::time_point::max()) return Status::OK();
+  const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           deadline - std::chrono::steady_clock::now())
+                           .count();
+  if (left <= 0) {
+    DropPending();
+    return Status::Cancelled(what_ +
+                             ": the deadline passed before the transaction began; nothing was done");
+  }
+  Defer("SET LOCAL lock_timeout = " + std::to_string(left), "SET LOCAL lock_timeout");
+  return Status::OK();
+}
+
+Status PgConn::Commit() { return CommitPipeline(SIZE_MAX, nullptr); }
+
+Result<PgResult> PgConn::ExecAndCommit(const Statement& st, const PgParams& params) {
+  Defer(st, params);
+  const size_t keep = deferred_.size() - 1;
+  PgResult kept;
+  MQLITE_RETURN_IF_ERROR(CommitPipeline(keep, &kept));
+  return kept;
+}
+
+Status PgConn::CommitPipeline(size_t keep, PgResult* kept) {
   // A session the server has already ended (pg_terminate_backend, a
   // shutdown) left its FATAL in the socket: read it first, and the failure
   // is "lost before COMMIT", which is certain, not "outcome unknown".
@@ -333,7 +363,7 @@ Status PgConn::Commit() {
   Command commit;
   commit.sql = "COMMIT";
   commit.what = "COMMIT";
-  MQLITE_ASSIGN_OR_RETURN(PgResult last, Pipeline(&commit, /*committing=*/true));
+  MQLITE_ASSIGN_OR_RETURN(PgResult last, Pipeline(&commit, /*committing=*/true, keep, kept));
   if (last.get() == nullptr) return Fail(nullptr, "COMMIT", /*committing=*/true);
   if (last.tag() != "COMMIT") {
     // The transaction had failed earlier (an error the caller did not see,
@@ -347,6 +377,7 @@ Status PgConn::Commit() {
     return last_.status;
   }
   last_ = PgError{};
+  ended_ = true;
   return Status::OK();
 }
 

@@ -23,6 +23,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -169,6 +170,30 @@ class PgConn {
   size_t deferred() const { return deferred_.size(); }
   uint64_t sent() const { return sent_; }
 
+  // Begins a write transaction: BEGIN READ WRITE and, when `deadline` is
+  // not time_point::max(), SET LOCAL lock_timeout to the time left, both
+  // deferred (they go out with the first statement). Cancelled, naming
+  // `what`, with nothing sent, if the deadline has already passed. The
+  // deadline is kept for Rebegin.
+  Status BeginWrite(std::chrono::steady_clock::time_point deadline, std::string_view what);
+  // After ExecAndCommit: begins the next transaction of the same call, as
+  // BeginWrite did the first.
+  Status Rebegin() { return BeginWrite(deadline_, what_); }
+
+  // Runs a prepared statement and COMMITs in the same round trip: what is
+  // deferred, the statement, the BeforeCommit statements and COMMIT, as
+  // Commit() does. Returns the statement's result once COMMIT's tag is
+  // checked. If the statement fails (its error, classified as any
+  // statement's), COMMIT did not run and nothing committed; a connection
+  // lost before any answer came is OutcomeUnknown, as for Commit. On
+  // success ended() is true: statements after it run outside any
+  // transaction (the pool's sessions are read-only by default, so a write
+  // there fails) until Rebegin.
+  Result<PgResult> ExecAndCommit(const Statement& st, const PgParams& params);
+  // Whether the transaction this attempt began was committed by
+  // ExecAndCommit and none has begun since.
+  bool ended() const { return ended_; }
+
   // Statements (no parameters) sent in the same round trip as the COMMIT,
   // ahead of it: if one fails, the COMMIT does not run and nothing commits.
   // Dropped by Rollback and after Commit.
@@ -190,6 +215,7 @@ class PgConn {
   // finally failed with a status of its own making.
   void MarkAttempt() {
     attempt_failure_ = Failure::kNone;
+    ended_ = false;
     DropPending();
   }
   Failure attempt_failure() const { return attempt_failure_; }
@@ -222,8 +248,13 @@ class PgConn {
   };
   // Sends deferred_ then `last` (if any) in one pipeline and reads every
   // result. The first failure decides (committing: `last` is the COMMIT, see
-  // Commit); otherwise returns `last`'s result (or an empty one).
-  Result<PgResult> Pipeline(Command* last, bool committing = false);
+  // Commit); otherwise returns `last`'s result (or an empty one), and moves
+  // the result of deferred command `keep` (if not npos) to *kept.
+  Result<PgResult> Pipeline(Command* last, bool committing = false, size_t keep = SIZE_MAX,
+                            PgResult* kept = nullptr);
+  // Commit() and ExecAndCommit: deferred_ (command `keep` of it kept in
+  // *kept), the BeforeCommit statements and COMMIT, its tag checked.
+  Status CommitPipeline(size_t keep, PgResult* kept);
 
   bool SendCommand(const Command& c);
 
@@ -236,6 +267,9 @@ class PgConn {
   std::vector<std::string> before_commit_;
   uint64_t sent_ = 0;
   Status spoiled_;  // a deferred statement's failure: Commit returns it
+  bool ended_ = false;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::string what_;
 };
 
 // The classification itself, for a SQLSTATE (empty: no server answer) and

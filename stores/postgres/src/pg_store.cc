@@ -247,9 +247,34 @@ class PgTxn final : public StoreTxn {
  public:
   // `cache`: the store's queue cache, for a rerunnable write (a body that
   // finds a cached record stale can be run again); null otherwise.
+  // `channel`: the change feed's NOTIFY channel, "" when the feed is off.
   PgTxn(PgConn& conn, const PgQueries& q, const std::string& schema, bool read_only,
-        QueueCache* cache = nullptr)
-      : c_(conn), q_(q), schema_(schema), read_only_(read_only), cache_(cache) {}
+        QueueCache* cache = nullptr, std::string channel = "")
+      : c_(conn),
+        q_(q),
+        schema_(schema),
+        read_only_(read_only),
+        cache_(cache),
+        channel_(std::move(channel)) {}
+
+  // The notification this transaction's COMMIT carries (at most one per
+  // transaction; channel and payload are [a-z0-9_,*] only, so no quoting):
+  // the queues it woke, and "*" telling the other engines' listeners that
+  // queue records changed (QueueCache). "" when there is nothing to say.
+  std::string Notification() const {
+    if (channel_.empty() || woke_.empty()) return "";
+    std::string ids;
+    for (int64_t id : woke_) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    if (queues_changed_) ids += ",*";
+    return "SELECT pg_notify('" + channel_ + "', '" + ids + "')";
+  }
+
+  // The next Enqueue, Claim or Settle may send COMMIT with its statement
+  // (store.h). Not inside a savepoint or after the native handle was taken
+  // (the engine never asks there; this keeps it so).
+  void FinalCallFollows() override {
+    final_call_ = !read_only_ && savepoint_depth_ == 0 && !handle_taken_;
+  }
 
   // Whether this transaction created, changed or deleted a queue (the
   // store then drops its queue cache and tells the other engines).
@@ -347,10 +372,16 @@ class PgTxn final : public StoreTxn {
     } else if (!keys.empty()) {
       MQLITE_RETURN_IF_ERROR(X(Q::kXactLockMany, PgParams().Text(IntArray(keys))).status());
     }
+    // The body's final call: the last insert carries the COMMIT. An
+    // earlier insert that found the queue held it FOR KEY SHARE, so the
+    // last finds it too; if the first finds no queue, nothing was written.
+    const bool final_call = std::exchange(final_call_, false);
     std::vector<int64_t> seqs;
     seqs.reserve(items.size());
     for (const EnqueueItem& it : items) {
       const OutgoingMessage& m = *it.message;
+      const bool commit = final_call && &it == &items.back();
+      if (commit) Woke(queue.id);  // the notification goes with the COMMIT
       bool head = true;
       if (it.group_key) {
         MQLITE_ASSIGN_OR_RETURN(bool live, GroupHasLiveMember(queue.id, *it.group_key));
@@ -376,7 +407,7 @@ class PgTxn final : public StoreTxn {
         p.Bytes(EncodePropertyBlob(m.properties));
       }
       p.Bytes(m.body).I(static_cast<int64_t>(m.body.size()));
-      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kInsertMessage, p));
+      MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kInsertMessage, p, commit));
       if (r.rows() != 1) {
         if (from_cache_.count(queue.id)) {
           // The cached record is stale (the queue was deleted, perhaps
@@ -404,6 +435,7 @@ class PgTxn final : public StoreTxn {
 
   Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
     MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
+    const bool final_call = std::exchange(final_call_, false);
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
     if (peek_lock) {
@@ -423,7 +455,8 @@ class PgTxn final : public StoreTxn {
                             .I(queue.config.max_delivery_count)
                             .Bytes(tokens)
                             .I(static_cast<int64_t>(LockToken{}.bytes.size()))
-                            .I(req.locked_until)));
+                            .I(req.locked_until),
+                        final_call));
       if (r.rows() == 0) return out;  // no candidate
       if (!r.null(0, 0)) {
         changed_rows_ += r.rows();
@@ -433,6 +466,10 @@ class PgTxn final : public StoreTxn {
         }
         return out;
       }
+      // It committed having changed nothing (what the body did before it,
+      // a PromoteDue, stands on its own): the chunked claim runs in a
+      // transaction of its own.
+      if (final_call) MQLITE_RETURN_IF_ERROR(c_.Rebegin());
     }
     MQLITE_RETURN_IF_ERROR(ClaimInChunks<RowRef>(
         req, queue.config,
@@ -491,17 +528,31 @@ class PgTxn final : public StoreTxn {
   // ---- Settle ----
 
   Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) override {
+    const bool final_call = std::exchange(final_call_, false);
     // The common Complete — an ungrouped message, locked under this token,
-    // lease live — is one statement; anything else (grouped, LockLost, any
-    // other op) takes the general path below, which decides it exactly.
+    // lease live — is one statement, its receipt included; anything else
+    // (grouped, LockLost, any other op) takes the general path below, which
+    // decides it exactly.
     if (req.op == SettleOp::kComplete) {
-      MQLITE_ASSIGN_OR_RETURN(
-          PgResult d, X(Q::kCompleteUngrouped,
-                        PgParams().I(req.seq).I(queue.id).Bytes(TokenBytes(req.token)).I(req.now)));
-      if (d.affected() == 1) {
-        Verdict deleted;
-        deleted.action = Verdict::Action::kDelete;
-        return SettleResultOf(deleted);
+      Verdict deleted;
+      deleted.action = Verdict::Action::kDelete;
+      PgParams p;
+      p.I(req.seq).I(queue.id).Bytes(TokenBytes(req.token)).I(req.now);
+      if (req.receipt_key.empty()) {
+        MQLITE_ASSIGN_OR_RETURN(PgResult d, X(Q::kCompleteUngrouped, p));
+        if (d.affected() == 1) return SettleResultOf(deleted);
+      } else {
+        // As the body's final call it carries the COMMIT; when it deleted
+        // nothing it wrote nothing, and the general path runs in a
+        // transaction of its own.
+        p.Bytes(req.receipt_key).I(req.receipt_expires_at);
+        MQLITE_ASSIGN_OR_RETURN(PgResult d, X(Q::kCompleteWithReceipt, p, final_call));
+        if (d.i64(0, 0) == 1) {
+          changed_rows_ += 1;
+          inserted_rows_ += d.i64(0, 1);
+          return SettleResultOf(deleted);
+        }
+        if (final_call) MQLITE_RETURN_IF_ERROR(c_.Rebegin());
       }
     }
     // Complete, Reject and Abandon (which may dead-letter) can change the
@@ -511,7 +562,7 @@ class PgTxn final : public StoreTxn {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LockRow(queue, req.seq, membership));
     MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Facts(row), queue.config, req));
     MQLITE_RETURN_IF_ERROR(Must(Apply(queue, *row, v, req.now), "settle"));
-    return SettleResultOf(v);
+    return Settled(*this, req, v);
   }
 
   // ---- Inspection and DLQ ----
@@ -822,8 +873,13 @@ class PgTxn final : public StoreTxn {
     return Status::QueueNotFound("queue '" + std::string(name) + "' does not exist");
   }
 
-  Result<PgResult> X(Q q, const PgParams& p) {
-    MQLITE_ASSIGN_OR_RETURN(PgResult r, c_.Exec(q_[q], p));
+  // Runs statement `q`; with `commit`, COMMITs in the same round trip
+  // (PgConn::ExecAndCommit), this transaction's notification ahead of it.
+  Result<PgResult> X(Q q, const PgParams& p, bool commit = false) {
+    if (commit) {
+      if (std::string n = Notification(); !n.empty()) c_.BeforeCommit(std::move(n));
+    }
+    MQLITE_ASSIGN_OR_RETURN(PgResult r, commit ? c_.ExecAndCommit(q_[q], p) : c_.Exec(q_[q], p));
     const std::string_view tag = r.tag();
     if (tag.starts_with("UPDATE") || tag.starts_with("DELETE")) {
       changed_rows_ += r.affected();
@@ -1005,6 +1061,8 @@ class PgTxn final : public StoreTxn {
   int savepoint_depth_ = 0;
   // (queue, now) for which PromoteDue found no ended lease (ReclaimLocks).
   std::optional<std::pair<int64_t, int64_t>> no_ended_lease_;
+  const std::string channel_;
+  bool final_call_ = false;  // FinalCallFollows, until the call that takes it
 };
 
 // ---- Change feed: LISTEN/NOTIFY ----------------------------------------------
@@ -1229,7 +1287,8 @@ class PgStore final : public Store {
         *pool_, options, read, read ? "read transaction" : "write transaction",
         [&](PgConn& conn) -> Status {
           const bool cache = !read && options.rerunnable && options_.queue_cache_ms > 0;
-          PgTxn txn(conn, queries_, options_.schema, read, cache ? &queue_cache_ : nullptr);
+          PgTxn txn(conn, queries_, options_.schema, read, cache ? &queue_cache_ : nullptr,
+                    read || !options_.change_feed ? "" : channel_);
           // What the attempt did, kept however it ends (a rerun adds to
           // queues_changed: any attempt may have changed a queue).
           struct Tally {
@@ -1246,15 +1305,10 @@ class PgStore final : public Store {
           if (read || !options_.change_feed) return body(txn);
           MQLITE_RETURN_IF_ERROR(body(txn));
           touched = txn.woke();
-          if (touched.empty()) return Status::OK();
-          // At most one notification per transaction, sent with the COMMIT
-          // (channel and payload are [a-z0-9_,*] only: no quoting needed);
-          // "*" tells the other engines' listeners that queue records
-          // changed (QueueCache).
-          std::string ids;
-          for (int64_t id : touched) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-          if (txn.queues_changed()) ids += ",*";
-          conn.BeforeCommit("SELECT pg_notify('" + channel_ + "', '" + ids + "')");
+          // Sent with the COMMIT; a final call that committed sent it already.
+          if (std::string n = txn.Notification(); !n.empty() && !conn.ended()) {
+            conn.BeforeCommit(std::move(n));
+          }
           return Status::OK();
         });
     MQLITE_RETURN_IF_ERROR(st);

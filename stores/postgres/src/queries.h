@@ -73,6 +73,7 @@ enum class Q : int {
   kCasDeadLetter,
   kCasDelete,
   kCompleteUngrouped,
+  kCompleteWithReceipt,
   kPeek,
   kStats,
   kOldestDeadLocked,
@@ -221,6 +222,15 @@ inline constexpr QueryText kQueries[] = {
     {Q::kCompleteUngrouped, "mq_complete_ungrouped",
      "DELETE FROM {s}.messages WHERE seq = $1 AND queue_id = $2 AND group_key IS NULL "
      "AND state = 1 AND lock_token = $3 AND locked_until > $4"},
+    // The same with the settle's receipt ($5 key, $6 expiry), written only
+    // if the message was deleted. One row: deleted (0/1), receipts written.
+    {Q::kCompleteWithReceipt, "mq_complete_with_receipt",
+     "WITH d AS (DELETE FROM {s}.messages WHERE seq = $1 AND queue_id = $2 "
+     "AND group_key IS NULL AND state = 1 AND lock_token = $3 AND locked_until > $4 "
+     "RETURNING seq), r AS (INSERT INTO {s}.receipts (key, expires_at) "
+     "SELECT $5::bytea, $6::bigint FROM d ON CONFLICT (key) "
+     "DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING 1) "
+     "SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM r)"},
     // Peek (one round trip): a seek of messages_state per state, merged by
     // seq; $4 = one state, or NULL for all (custom plans drop the others).
     {Q::kPeek, "mq_peek",

@@ -33,7 +33,6 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
                       std::string_view what, const std::function<Status(PgConn&)>& body,
                       TxnCounters* counters) {
   const std::string name(what);
-  const bool has_deadline = options.deadline != Clock::time_point::max();
   for (int attempt = 1;; ++attempt) {
     if (counters) counters->attempts = attempt;
     MQLITE_ASSIGN_OR_RETURN(PgPool::Lease lease, pool.Acquire(options, what));
@@ -42,18 +41,15 @@ Status RunTransaction(PgPool& pool, const RunOptions& options, bool read_only,
     const Status s = [&]() -> Status {
       if (read_only) return body(c);  // autocommit statements on a read-only session
       // BEGIN (and the lock timeout) go out with the body's first statement.
-      c.Defer("BEGIN READ WRITE", "BEGIN");
-      if (has_deadline) {
-        const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 options.deadline - Clock::now())
-                                 .count();
-        if (left <= 0) {
-          return Status::Cancelled(name + ": the deadline passed before the transaction began; "
-                                          "nothing was done");
-        }
-        c.Defer("SET LOCAL lock_timeout = " + std::to_string(left), "SET LOCAL lock_timeout");
-      }
+      MQLITE_RETURN_IF_ERROR(c.BeginWrite(options.deadline, name));
       MQLITE_RETURN_IF_ERROR(body(c));
+      // The body's final call committed (StoreTxn::FinalCallFollows). A
+      // write deferred after it could never commit: a bug, said so.
+      if (c.ended()) {
+        if (c.deferred() == 0) return Status::OK();
+        return Status::Internal(name + ": the body deferred a write after its final call had "
+                                       "committed; that write was not made");
+      }
       if (c.txn_status() == PQTRANS_INERROR) {
         return Status::Internal(
             name + ": a statement in the transaction failed and the body carried on; the "

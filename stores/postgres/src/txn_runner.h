@@ -14,7 +14,9 @@
 //      statement errored and the body — application code in a Tx — carried
 //      on), the transaction is rolled back and the call fails: PostgreSQL
 //      would answer COMMIT with ROLLBACK, and nothing may look committed.
-//   4. COMMIT, its result tag checked (PgConn::Commit).
+//   4. COMMIT, its result tag checked (PgConn::Commit) — unless the body's
+//      final call already sent it with its own statement
+//      (StoreTxn::FinalCallFollows, PgConn::ExecAndCommit).
 //
 // Only a rerunnable body (RunOptions::rerunnable; never a Tx) runs again,
 // and only after a serialization failure or deadlock, or a connection lost

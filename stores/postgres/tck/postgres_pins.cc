@@ -75,6 +75,7 @@ std::vector<Expect> Expectations() {
       {Q::kCasDeadLetter, {"5", "1", kToken, now, now, kKey, "NULL"}, "messages_pkey"},
       {Q::kCasDelete, {"5", "1", kToken, now}, "messages_pkey"},
       {Q::kCompleteUngrouped, {"5", "{Q}", kToken, now}, "messages_pkey"},
+      {Q::kCompleteWithReceipt, {"5", "{Q}", kToken, now, kKey, now}, "messages_pkey"},
       {Q::kPeek, {"{Q}", "0", "100", "NULL"}, "messages_state", false, true,
        "merges the per-state seeks' few rows by seq"},
       {Q::kStats, {"{Q}", now, "257"}, "messages_age,messages_due,messages_lease", true, true,

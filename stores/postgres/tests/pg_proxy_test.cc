@@ -111,6 +111,11 @@ class FaultProxy {
     std::lock_guard<std::mutex> l(mu_);
     return fired_;
   }
+  // Client writes forwarded so far (one per flush of a small pipeline).
+  int chunks() {
+    std::lock_guard<std::mutex> l(mu_);
+    return chunks_;
+  }
 
  private:
   int ConnectUpstream() const {
@@ -154,6 +159,7 @@ class FaultProxy {
   enum class Verdict { kForward, kHold, kCut };
   Verdict Judge(const std::string& chunk) {
     std::lock_guard<std::mutex> l(mu_);
+    ++chunks_;
     if (pattern_.empty() || fired_ || chunk.find(pattern_) == std::string::npos) {
       return Verdict::kForward;
     }
@@ -219,7 +225,7 @@ class FaultProxy {
   std::condition_variable cv_;
   std::vector<std::thread> pumps_;
   std::string pattern_;
-  int nth_ = 0, seen_ = 0;
+  int nth_ = 0, seen_ = 0, chunks_ = 0;
   Cut cut_ = Cut::kBefore;
   bool hold_ = false, held_ = false, released_ = false, fired_ = false;
 };
@@ -362,6 +368,64 @@ TEST_F(PgProxyTest, Spec10_ACommitThatNeverArrivesIsOutcomeUnknownAndCommitsNoth
   proxy_->Arm("COMMIT", 1, FaultProxy::Cut::kBefore);
   MQ_EXPECT_CODE(e.Send("q", {.body = "lost"}).status(), kOutcomeUnknown);
   EXPECT_TRUE(proxy_->fired());
+  EXPECT_EQ(Messages(), 0);
+}
+
+// A call that runs alone sends its last statement and COMMIT in one flush
+// (StoreTxn::FinalCallFollows): a Send, a Complete and a Receive with
+// nothing due cost one round trip, two for the Receive (its time-driven
+// step, then the claim with COMMIT). Counted at the proxy as client writes,
+// once every statement is prepared.
+TEST_F(PgProxyTest, Spec10_ACallAloneCommitsWithItsLastStatement) {
+  Engine& e = OpenThroughProxy();
+  for (int i = 0; i < 2; ++i) {  // prepares every statement the loop below uses
+    ASSERT_TRUE(e.Send("q", {.body = "warm"}).has_value());
+    auto got = e.Receive("q", {});
+    ASSERT_TRUE(got.has_value() && got->size() == 1);
+    MQ_ASSERT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
+  }
+  int before = proxy_->chunks();
+  ASSERT_TRUE(e.Send("q", {.body = "one"}).has_value());
+  EXPECT_EQ(proxy_->chunks() - before, 1) << "Send";
+  before = proxy_->chunks();
+  auto got = e.Receive("q", {});
+  ASSERT_TRUE(got.has_value() && got->size() == 1);
+  EXPECT_EQ(proxy_->chunks() - before, 2) << "Receive";
+  before = proxy_->chunks();
+  MQ_ASSERT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
+  EXPECT_EQ(proxy_->chunks() - before, 1) << "Complete";
+  EXPECT_EQ(Messages(), 0);
+}
+
+// A Complete whose single flush (delete, receipt, COMMIT) was cut after the
+// server committed: OutcomeUnknown, the message is gone, and the same
+// Complete again is answered from its receipt (SPEC §7.2) — the
+// reconciliation OutcomeUnknown asks for.
+TEST_F(PgProxyTest, Spec7_2_ACompleteCutAfterItsCommitIsOutcomeUnknownAndItsRetryReplays) {
+  Engine& e = OpenThroughProxy();
+  ASSERT_TRUE(e.Send("q", {.body = "settle me"}).has_value());
+  auto got = e.Receive("q", {});
+  ASSERT_TRUE(got.has_value() && got->size() == 1);
+  proxy_->Arm("mq_complete_with_receipt", 1, FaultProxy::Cut::kAfter);
+  MQ_EXPECT_CODE(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token), kOutcomeUnknown);
+  EXPECT_TRUE(proxy_->fired());
+  EXPECT_EQ(Messages(), 0) << "the COMMIT ran";
+  MQ_EXPECT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
+}
+
+// The same cut before the flush reached the server: OutcomeUnknown too (the
+// engine cannot tell), nothing committed, the lock still held; the retry
+// completes it for real.
+TEST_F(PgProxyTest, Spec10_ACompleteCutBeforeItsFlushIsOutcomeUnknownAndCommitsNothing) {
+  Engine& e = OpenThroughProxy();
+  ASSERT_TRUE(e.Send("q", {.body = "settle me"}).has_value());
+  auto got = e.Receive("q", {});
+  ASSERT_TRUE(got.has_value() && got->size() == 1);
+  proxy_->Arm("mq_complete_with_receipt", 1, FaultProxy::Cut::kBefore);
+  MQ_EXPECT_CODE(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token), kOutcomeUnknown);
+  EXPECT_TRUE(proxy_->fired());
+  EXPECT_EQ(Messages(), 1) << "nothing committed";
+  MQ_EXPECT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
   EXPECT_EQ(Messages(), 0);
 }
 

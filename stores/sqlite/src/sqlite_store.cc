@@ -692,7 +692,7 @@ class SqliteTxn final : public StoreTxn {
       if (sqlite3_changes(c_->db()) == 1) {
         Verdict deleted;
         deleted.action = Verdict::Action::kDelete;
-        return SettleResultOf(deleted);
+        return Settled(*this, req, deleted);
       }
     }
     // Only a locked row can be settled (DecideSettle refuses any other the
@@ -700,7 +700,7 @@ class SqliteTxn final : public StoreTxn {
     MQLITE_ASSIGN_OR_RETURN(std::optional<RowRef> row, LoadRef(queue.id, kLocked, req.seq));
     MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Facts(row), queue.config, req));
     MQLITE_RETURN_IF_ERROR(Apply(queue, *row, v, req.now, /*fresh=*/true));
-    return SettleResultOf(v);
+    return Settled(*this, req, v);
   }
 
   // ---- Inspection and DLQ ----
