@@ -54,9 +54,9 @@ const std::vector<SchemeInfo>& Schemes() {
       },
       {"postgresql",
        "postgresql://USER@HOST:PORT/DB[?schema=NAME&pool_size=N&durability=normal|full|"
-       "process_only&change_feed=BOOL&queue_cache_ms=N&<libpq parameters>]",
+       "process_only&change_feed=BOOL&queue_cache_ms=N&notify_coalesce_ms=N&<libpq parameters>]",
        "MQLITE_WITH_POSTGRES",
-       {"durability", "schema", "pool_size", "change_feed", "queue_cache_ms"},
+       {"durability", "schema", "pool_size", "change_feed", "queue_cache_ms", "notify_coalesce_ms"},
 #ifdef MQLITE_OPEN_HAVE_POSTGRES
        true
 #else
@@ -181,6 +181,7 @@ Status CheckParam(const std::string& scheme, const std::string& name, const std:
   if (name == "map_size" || name == "max_map_size") return ParseSize(name, v).status();
   if (name == "pool_size") return CheckCountIn(name, v, 1, 1024);
   if (name == "queue_cache_ms") return CheckCountIn(name, v, 0, 3'600'000);
+  if (name == "notify_coalesce_ms") return CheckCountIn(name, v, 0, 1'000);
   if (name == "change_feed" || name == "shared" || name == "read_only") {
     return ParseBool(name, v).status();
   }
@@ -391,6 +392,7 @@ Result<std::unique_ptr<Store>> OpenStoreUrl(const StoreUrl& url) {
     MQLITE_RETURN_IF_ERROR(take("pool_size", ParseCount, &o.pool_size));
     MQLITE_RETURN_IF_ERROR(take("change_feed", ParseBool, &o.change_feed));
     MQLITE_RETURN_IF_ERROR(take("queue_cache_ms", ParseCount, &o.queue_cache_ms));
+    MQLITE_RETURN_IF_ERROR(take("notify_coalesce_ms", ParseCount, &o.notify_coalesce_ms));
     store = OpenPostgresStore(o);
   }
 #endif

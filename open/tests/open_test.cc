@@ -119,7 +119,7 @@ TEST(ParseStoreUrlTest, PostgresKeepsLibpqParametersAndTakesOutMqlites) {
   }
   const StoreUrl u = Parsed(
       "postgresql://app@db.internal:5433/queues?sslmode=require&schema=jobs_q&pool_size=4&"
-      "application_name=worker&change_feed=off&queue_cache_ms=250");
+      "application_name=worker&change_feed=off&queue_cache_ms=250&notify_coalesce_ms=0");
   EXPECT_EQ(u.scheme, "postgresql");
   EXPECT_EQ(u.location,
             "postgresql://app@db.internal:5433/queues?sslmode=require&application_name=worker");
@@ -127,8 +127,11 @@ TEST(ParseStoreUrlTest, PostgresKeepsLibpqParametersAndTakesOutMqlites) {
   EXPECT_EQ(u.params.at("pool_size"), "4");
   EXPECT_EQ(u.params.at("change_feed"), "off");
   EXPECT_EQ(u.params.at("queue_cache_ms"), "250");
+  EXPECT_EQ(u.params.at("notify_coalesce_ms"), "0");
   ExpectRefused("postgresql://h/db?queue_cache_ms=3600001", StatusCode::kInvalidArgument,
                 "queue_cache_ms");
+  ExpectRefused("postgresql://h/db?notify_coalesce_ms=1001", StatusCode::kInvalidArgument,
+                "notify_coalesce_ms");
   EXPECT_EQ(Parsed("postgres://h/db").scheme, "postgresql");
   EXPECT_EQ(Parsed("postgres://h/db").location, "postgres://h/db");
   EXPECT_EQ(Parsed("postgresql://h/db?schema=s").location, "postgresql://h/db");

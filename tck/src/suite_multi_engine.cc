@@ -25,6 +25,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -606,19 +607,28 @@ TEST_P(TckMultiEngine, Spec9_MultiEngineLongPollWakesOnAnotherEnginesSend) {
   ASSERT_TRUE(IsOk(waiter));
   const int before = counter.claims("waited");
 
+  // A Receive whose wait ends claims once more before it returns, so what it
+  // got does not show a wake-up; how long it waited does (a wake-up takes
+  // milliseconds, plus the store's coalescing window if it has one).
   Result<std::vector<Message>> got = Status::Internal("not run");
+  std::chrono::steady_clock::duration waited{};
   std::thread poll([&] {
     ReceiveOptions o;
     o.wait_ms = 20'000;  // the most a Receive may wait (§5); far beyond a wake-up
+    const auto start = std::chrono::steady_clock::now();
     got = (*waiter)->Receive("waited", o);
+    waited = std::chrono::steady_clock::now() - start;
   });
   ASSERT_TRUE(counter.WaitFor("waited", before + 1)) << "the long-poll never claimed";
   for (int i = 0; i < 5; ++i) SendOk("other", "not for the waiter");
   const int64_t seq = SendOk("waited", "for the waiter");
   poll.join();
   ASSERT_TRUE(IsOk(got));
-  ASSERT_EQ(got->size(), 1u) << "the long-poll was not woken by another engine's send";
+  ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ((*got)[0].seq, seq);
+  EXPECT_LT(waited, std::chrono::seconds(15))
+      << "the long-poll was not woken by another engine's send; it found the message when "
+         "its 20 s wait ended";
   // The first claim, and one after the wake-up; the sends to "other" woke
   // nothing here.
   EXPECT_EQ(counter.claims("waited") - before, 2)

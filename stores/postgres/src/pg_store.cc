@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -243,31 +244,177 @@ class QueueCache {
   std::map<std::string, Entry, std::less<>> by_name_;
 };
 
+// Wake-ups coalesced per queue (PostgresOptions::notify_coalesce_ms). A
+// notification costs more than the send it announces: the server signals
+// every listening backend, which runs a transaction to read it, and each
+// engine's listening thread wakes (measured: with one notification per send
+// the server and client used about twice the CPU per send). A waiting engine
+// needs one wake-up per burst. So a commit carries a queue's notification
+// only if this store sent none for that queue within the window; a queue a
+// commit touched without notifying is notified by this object's thread at
+// the window's end — always after that commit returned, so a waiter that
+// claimed too early on the previous wake-up is woken again. Every change is
+// thus announced within about a window of its commit. A notification the
+// thread cannot send is retried; if the server stays unreachable, waiters
+// fall back to their poll interval, as with notifications lost to a
+// listener's reconnect.
+class NotifyCoalescer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  NotifyCoalescer(std::string url, std::string channel, std::chrono::milliseconds window)
+      : url_(std::move(url)), channel_(std::move(channel)), window_(window) {}
+  // Sends what is pending (best effort) and stops the thread.
+  ~NotifyCoalescer() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    std::vector<int64_t> ids;
+    for (const auto& [id, due] : pending_) ids.push_back(id);
+    if (!ids.empty()) (void)Send(ids);
+  }
+
+  // For a transaction about to commit that touched `ids`: those whose
+  // notification its COMMIT carries (none sent within the window; now
+  // noted as sent); the others are appended to *later.
+  std::vector<int64_t> Take(const std::vector<int64_t>& ids, std::vector<int64_t>* later) {
+    std::vector<int64_t> now_ids;
+    std::lock_guard<std::mutex> l(mu_);
+    const auto now = Clock::now();
+    for (int64_t id : ids) {
+      auto [it, fresh] = last_.try_emplace(id, now);
+      if (fresh || now - it->second >= window_) {
+        it->second = now;
+        now_ids.push_back(id);
+      } else {
+        later->push_back(id);
+      }
+    }
+    return now_ids;
+  }
+
+  // After that transaction committed (or may have): `later` are notified
+  // by the end of their window.
+  void Later(const std::vector<int64_t>& later) {
+    bool sooner = false;  // the thread must wake before it planned to
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (int64_t id : later) {
+        const auto due = last_[id] + window_;
+        auto [it, fresh] = pending_.try_emplace(id, due);
+        if (!fresh) it->second = std::min(it->second, due);
+        if (due < wake_at_) {
+          wake_at_ = due;
+          sooner = true;
+        }
+      }
+      if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+    }
+    // Most calls add to a window the thread already waits for: no wake-up
+    // (one per send would cost what coalescing saves).
+    if (sooner) cv_.notify_all();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      auto due = Clock::time_point::max();
+      for (const auto& [id, at] : pending_) due = std::min(due, at);
+      wake_at_ = due;
+      if (pending_.empty()) {
+        cv_.wait(l);
+        continue;
+      }
+      const auto now = Clock::now();
+      if (now < due) {
+        cv_.wait_until(l, due);
+        continue;
+      }
+      std::vector<int64_t> ids;
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->second > now) {
+          ++it;
+          continue;
+        }
+        ids.push_back(it->first);
+        last_[it->first] = now;
+        it = pending_.erase(it);
+      }
+      l.unlock();
+      const Status s = Send(ids);
+      l.lock();
+      if (!s.ok()) {  // again shortly, on a fresh session
+        for (int64_t id : ids) pending_.try_emplace(id, Clock::now() + kRetry);
+      }
+    }
+  }
+
+  // On this object's own session (the pool's are read-only by default).
+  // Only the thread, or the destructor after it stopped, calls it.
+  Status Send(const std::vector<int64_t>& ids) {
+    if (!conn_ || conn_->broken()) {
+      conn_.reset();
+      MQLITE_ASSIGN_OR_RETURN(conn_, PgConn::Connect(url_));
+    }
+    std::string list;
+    for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+    return conn_->Simple("SELECT pg_notify('" + channel_ + "', '" + list + "')",
+                         "coalesced notification");
+  }
+
+  static constexpr std::chrono::milliseconds kRetry{100};
+  const std::string url_;
+  const std::string channel_;
+  const std::chrono::milliseconds window_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::map<int64_t, Clock::time_point> last_;     // queue → its last notification
+  std::map<int64_t, Clock::time_point> pending_;  // queue → when it is due
+  // When the thread will look at pending_ next (max: only when woken).
+  Clock::time_point wake_at_ = Clock::time_point::max();
+  std::thread thread_;
+  std::unique_ptr<PgConn> conn_;
+};
+
 class PgTxn final : public StoreTxn {
  public:
   // `cache`: the store's queue cache, for a rerunnable write (a body that
   // finds a cached record stale can be run again); null otherwise.
-  // `channel`: the change feed's NOTIFY channel, "" when the feed is off.
+  // `channel`: the change feed's NOTIFY channel, "" when the feed is off;
+  // `coalescer`: null when every commit notifies.
   PgTxn(PgConn& conn, const PgQueries& q, const std::string& schema, bool read_only,
-        QueueCache* cache = nullptr, std::string channel = "")
+        QueueCache* cache = nullptr, std::string channel = "",
+        NotifyCoalescer* coalescer = nullptr)
       : c_(conn),
         q_(q),
         schema_(schema),
         read_only_(read_only),
         cache_(cache),
-        channel_(std::move(channel)) {}
+        channel_(std::move(channel)),
+        coalescer_(coalescer) {}
 
   // The notification this transaction's COMMIT carries (at most one per
   // transaction; channel and payload are [a-z0-9_,*] only, so no quoting):
-  // the queues it woke, and "*" telling the other engines' listeners that
-  // queue records changed (QueueCache). "" when there is nothing to say.
-  std::string Notification() const {
+  // the queues it woke that the coalescer lets it announce now (the others
+  // go to later()), and "*" telling the other engines' listeners that queue
+  // records changed (QueueCache; never delayed). "" when there is nothing to
+  // say.
+  std::string Notification() {
     if (channel_.empty() || woke_.empty()) return "";
+    std::vector<int64_t> now = woke_;
+    if (coalescer_ != nullptr && !queues_changed_) now = coalescer_->Take(woke_, &later_);
+    if (now.empty()) return "";
     std::string ids;
-    for (int64_t id : woke_) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    for (int64_t id : now) ids += (ids.empty() ? "" : ",") + std::to_string(id);
     if (queues_changed_) ids += ",*";
     return "SELECT pg_notify('" + channel_ + "', '" + ids + "')";
   }
+  // Queues this transaction woke without announcing them (NotifyCoalescer).
+  const std::vector<int64_t>& later() const { return later_; }
 
   // The next Enqueue, Claim or Settle may send COMMIT with its statement
   // (store.h). Not inside a savepoint or after the native handle was taken
@@ -1062,7 +1209,9 @@ class PgTxn final : public StoreTxn {
   // (queue, now) for which PromoteDue found no ended lease (ReclaimLocks).
   std::optional<std::pair<int64_t, int64_t>> no_ended_lease_;
   const std::string channel_;
-  bool final_call_ = false;  // FinalCallFollows, until the call that takes it
+  NotifyCoalescer* const coalescer_;
+  std::vector<int64_t> later_;  // later()
+  bool final_call_ = false;     // FinalCallFollows, until the call that takes it
 };
 
 // ---- Change feed: LISTEN/NOTIFY ----------------------------------------------
@@ -1248,6 +1397,10 @@ class PgStore final : public Store {
         queue_cache_(std::chrono::milliseconds(options_.queue_cache_ms)),
         locks_(std::make_shared<LockSession>()) {
     locks_->url = options_.url;
+    if (options_.change_feed && options_.notify_coalesce_ms > 0) {
+      coalescer_ = std::make_unique<NotifyCoalescer>(
+          options_.url, channel_, std::chrono::milliseconds(options_.notify_coalesce_ms));
+    }
   }
   ~PgStore() override {
     listener_.reset();
@@ -1271,7 +1424,7 @@ class PgStore final : public Store {
   Status Run(TxnKind kind, const RunOptions& options,
              const std::function<Status(StoreTxn&)>& body) override {
     const bool read = kind == TxnKind::kRead;
-    std::vector<int64_t> touched;
+    std::vector<int64_t> touched, later;
     int64_t changed = 0, inserted = 0;
     bool queues_changed = false;
     // Whatever the outcome, a transaction that changed a queue leaves the
@@ -1288,7 +1441,7 @@ class PgStore final : public Store {
         [&](PgConn& conn) -> Status {
           const bool cache = !read && options.rerunnable && options_.queue_cache_ms > 0;
           PgTxn txn(conn, queries_, options_.schema, read, cache ? &queue_cache_ : nullptr,
-                    read || !options_.change_feed ? "" : channel_);
+                    read || !options_.change_feed ? "" : channel_, coalescer_.get());
           // What the attempt did, kept however it ends (a rerun adds to
           // queues_changed: any attempt may have changed a queue).
           struct Tally {
@@ -1296,21 +1449,28 @@ class PgStore final : public Store {
             int64_t& changed;
             int64_t& inserted;
             bool& queues;
+            std::vector<int64_t>& later;
             ~Tally() {
               changed = t.changed_rows();
               inserted = t.inserted_rows();
               queues = queues || t.queues_changed();
+              later = t.later();
             }
-          } tally{txn, changed, inserted, queues_changed};
+          } tally{txn, changed, inserted, queues_changed, later};
           if (read || !options_.change_feed) return body(txn);
           MQLITE_RETURN_IF_ERROR(body(txn));
           touched = txn.woke();
           // Sent with the COMMIT; a final call that committed sent it already.
-          if (std::string n = txn.Notification(); !n.empty() && !conn.ended()) {
-            conn.BeforeCommit(std::move(n));
+          if (!conn.ended()) {
+            if (std::string n = txn.Notification(); !n.empty()) conn.BeforeCommit(std::move(n));
           }
           return Status::OK();
         });
+    // What the commit did not announce, announced after it (if it may have
+    // committed at all).
+    if (coalescer_ && !later.empty() && (st.ok() || st.code() == StatusCode::kOutcomeUnknown)) {
+      coalescer_->Later(later);
+    }
     MQLITE_RETURN_IF_ERROR(st);
     dead_since_vacuum_.fetch_add(changed, std::memory_order_relaxed);
     written_since_analyze_.fetch_add(changed + inserted, std::memory_order_relaxed);
@@ -1481,6 +1641,7 @@ class PgStore final : public Store {
   std::mutex listener_mu_;
   std::unique_ptr<Listener> listener_;
   std::shared_ptr<LockSession> locks_;
+  std::unique_ptr<NotifyCoalescer> coalescer_;  // null: every commit notifies
   // Rows committed through this store: updated or deleted since the last
   // VACUUM; inserted, updated or deleted since the last ANALYZE.
   std::atomic<int64_t> dead_since_vacuum_{0};
@@ -1502,6 +1663,10 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options)
                                    std::to_string(options.pool_size));
   }
   MQLITE_RETURN_IF_ERROR(CheckSchemaName(options.schema));
+  if (options.notify_coalesce_ms < 0 || options.notify_coalesce_ms > 1'000) {
+    return Status::InvalidArgument("PostgreSQL store: notify_coalesce_ms must be 0–1,000, got " +
+                                   std::to_string(options.notify_coalesce_ms));
+  }
   if (options.queue_cache_ms < 0 || options.queue_cache_ms > 3'600'000) {
     return Status::InvalidArgument("PostgreSQL store: queue_cache_ms must be 0–3,600,000, got " +
                                    std::to_string(options.queue_cache_ms));

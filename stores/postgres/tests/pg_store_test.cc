@@ -82,6 +82,9 @@ TEST_F(PgStoreTest, Spec10_BadOptionsAreRefusedBeforeConnecting) {
   o = Options();
   o.queue_cache_ms = -1;
   MQ_EXPECT_CODE(OpenPostgresStore(o).status(), kInvalidArgument);
+  o = Options();
+  o.notify_coalesce_ms = 1'001;
+  MQ_EXPECT_CODE(OpenPostgresStore(o).status(), kInvalidArgument);
 }
 
 TEST_F(PgStoreTest, Spec10_AnUnreachableServerIsUnavailableAndNamesNoPassword) {
@@ -356,6 +359,55 @@ TEST_F(PgStoreTest, Spec2_AnotherEnginesUpdateQueueReachesCachedOperations) {
     lease = LeaseGranted(*b, "q");
   }
   EXPECT_LT(lease, 10'000) << "b still grants the old 60 s lease";
+}
+
+// Coalesced wake-ups (PostgresOptions::notify_coalesce_ms): a send made
+// within the window of the queue's last notification carries none with its
+// COMMIT, and the notification sent at the window's end still wakes another
+// engine's long-poll that began waiting after the first wake-up. The window
+// is the largest allowed and the second send comes well inside it; the
+// waiter's poll interval is a day, so only that late notification can wake
+// it before its 20 s wait ends.
+TEST_F(PgStoreTest, Spec9_ASendInsideTheCoalescingWindowStillWakesAnotherEngine) {
+  PostgresOptions o = Options();
+  o.notify_coalesce_ms = 1'000;
+  std::unique_ptr<Engine> sender = OpenEngine(o);
+  ASSERT_TRUE(sender);
+  EngineOptions eo;
+  eo.poll_interval_ms = 24LL * 3600 * 1000;
+  eo.background_maintenance = false;
+  std::unique_ptr<Engine> waiter = OpenEngine(o, eo);
+  ASSERT_TRUE(waiter);
+  MQ_ASSERT_OK(sender->CreateQueue({.name = "q"}).status());
+  ReceiveOptions wait;
+  wait.wait_ms = 20'000;
+  wait.mode = ReceiveMode::kReceiveAndDelete;
+  // The first send notifies with its COMMIT; the waiter finds it.
+  const auto first = sender->Send("q", {.body = "first"});
+  ASSERT_TRUE(first.has_value()) << first.status().ToString();
+  auto got = waiter->Receive("q", wait);
+  ASSERT_TRUE(got.has_value() && got->size() == 1) << got.status().ToString();
+  // Now the waiter waits on an empty queue; the second send, inside the
+  // window, is announced only at its end.
+  // A Receive whose wait ends claims once more before it returns, so the
+  // message alone does not show a wake-up: the time does — woken within
+  // about the 1 s window, or only at the 20 s end of its wait.
+  Result<std::vector<Message>> second_got = Status::Internal("not run");
+  std::chrono::steady_clock::duration waited{};
+  std::thread poll([&] {
+    const auto start = std::chrono::steady_clock::now();
+    second_got = waiter->Receive("q", wait);
+    waited = std::chrono::steady_clock::now() - start;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto second = sender->Send("q", {.body = "second"});
+  ASSERT_TRUE(second.has_value()) << second.status().ToString();
+  poll.join();
+  ASSERT_TRUE(second_got.has_value()) << second_got.status().ToString();
+  ASSERT_EQ(second_got->size(), 1u);
+  EXPECT_EQ((*second_got)[0].seq, *second);
+  EXPECT_LT(waited, std::chrono::seconds(15))
+      << "the long-poll was not woken for the second send; it found it when its wait ended";
 }
 
 // Without a change feed the cache still forgets a record within
