@@ -327,6 +327,14 @@ class PgProxyTest : public ::testing::Test {
     return {first, group};
   }
 
+  // Sends one message to "q" and locks it with a Receive.
+  static void SendAndLockOne(Engine& e, Message* out) {
+    ASSERT_TRUE(e.Send("q", {.body = "settle me"}).has_value());
+    auto got = e.Receive("q", {});
+    ASSERT_TRUE(got.has_value() && got->size() == 1);
+    *out = (*got)[0];
+  }
+
   std::unique_ptr<PgConn> admin_;
   std::string schema_;
   std::unique_ptr<FaultProxy> proxy_;
@@ -427,14 +435,13 @@ TEST_F(PgProxyTest, Spec10_ACallAloneCommitsWithItsLastStatement) {
 // reconciliation OutcomeUnknown asks for.
 TEST_F(PgProxyTest, Spec7_2_ACompleteCutAfterItsCommitIsOutcomeUnknownAndItsRetryReplays) {
   Engine& e = OpenThroughProxy();
-  ASSERT_TRUE(e.Send("q", {.body = "settle me"}).has_value());
-  auto got = e.Receive("q", {});
-  ASSERT_TRUE(got.has_value() && got->size() == 1);
+  Message m;
+  ASSERT_NO_FATAL_FAILURE(SendAndLockOne(e, &m));
   proxy_->Arm("mq_complete_with_receipt", 1, FaultProxy::Cut::kAfter);
-  MQ_EXPECT_CODE(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token), kOutcomeUnknown);
+  MQ_EXPECT_CODE(e.Complete("q", m.seq, m.lock_token), kOutcomeUnknown);
   EXPECT_TRUE(proxy_->fired());
   EXPECT_EQ(Messages(), 0) << "the COMMIT ran";
-  MQ_EXPECT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
+  MQ_EXPECT_OK(e.Complete("q", m.seq, m.lock_token));
 }
 
 // The same cut before the flush reached the server: OutcomeUnknown too (the
@@ -442,14 +449,13 @@ TEST_F(PgProxyTest, Spec7_2_ACompleteCutAfterItsCommitIsOutcomeUnknownAndItsRetr
 // completes it for real.
 TEST_F(PgProxyTest, Spec10_ACompleteCutBeforeItsFlushIsOutcomeUnknownAndCommitsNothing) {
   Engine& e = OpenThroughProxy();
-  ASSERT_TRUE(e.Send("q", {.body = "settle me"}).has_value());
-  auto got = e.Receive("q", {});
-  ASSERT_TRUE(got.has_value() && got->size() == 1);
+  Message m;
+  ASSERT_NO_FATAL_FAILURE(SendAndLockOne(e, &m));
   proxy_->Arm("mq_complete_with_receipt", 1, FaultProxy::Cut::kBefore);
-  MQ_EXPECT_CODE(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token), kOutcomeUnknown);
+  MQ_EXPECT_CODE(e.Complete("q", m.seq, m.lock_token), kOutcomeUnknown);
   EXPECT_TRUE(proxy_->fired());
   EXPECT_EQ(Messages(), 1) << "nothing committed";
-  MQ_EXPECT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
+  MQ_EXPECT_OK(e.Complete("q", m.seq, m.lock_token));
   EXPECT_EQ(Messages(), 0);
 }
 
