@@ -124,25 +124,33 @@ Status Engine::Impl::DoSend(StoreTxn& txn, std::string_view queue, std::span<con
   return Status::OK();
 }
 
-Result<SettleResult> Engine::Impl::DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req,
-                                            bool final_call) {
-  req.renew_until = req.now + q.config.lock_duration_ms;
-  const bool has_receipt = req.op != SettleOp::kRenew;  // Renew never replays
-  if (has_receipt) {  // the store records it with the settle (store.h)
-    req.receipt_key = internal::ReceiptKey(q.id, req);
-    req.receipt_expires_at = req.now + options.receipt_retention_ms;
+void Engine::Impl::PrepareSettle(const QueueRecord& q, SettleRequest* req) const {
+  req->renew_until = req->now + q.config.lock_duration_ms;
+  if (req->op != SettleOp::kRenew) {  // Renew never replays; the store records it (store.h)
+    req->receipt_key = internal::ReceiptKey(q.id, *req);
+    req->receipt_expires_at = req->now + options.receipt_retention_ms;
   }
-  // The settle is the body's last write (a LockLost only reads the
-  // receipt after it): the store may commit with it.
-  if (final_call) txn.FinalCallFollows();
-  auto r = txn.Settle(q, req);
-  if (r) return r;
-  if (r.error().code() != StatusCode::kLockLost) return r.error();
-  if (has_receipt) {
+}
+
+Result<SettleResult> Engine::Impl::FinishSettle(StoreTxn& txn, const QueueRecord& q,
+                                                const SettleRequest& req,
+                                                Result<SettleResult> stored) {
+  if (stored) return stored;
+  if (stored.error().code() != StatusCode::kLockLost) return stored.error();
+  if (!req.receipt_key.empty()) {
     MQLITE_ASSIGN_OR_RETURN(bool live, txn.FindReceipt(req.receipt_key, req.now));
     if (live) return SettleResult{};  // replayed: the original effect stands
   }
   return LockLostError(q.config.name, req.seq, req.op);
+}
+
+Result<SettleResult> Engine::Impl::DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req,
+                                            bool final_call) {
+  PrepareSettle(q, &req);
+  // The settle is the body's last write (a LockLost only reads the
+  // receipt after it): the store may commit with it.
+  if (final_call) txn.FinalCallFollows();
+  return FinishSettle(txn, q, req, txn.Settle(q, req));
 }
 
 Result<SettleResult> Engine::Impl::SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req,
@@ -175,6 +183,11 @@ Status Engine::Impl::SettleBatch(std::string_view queue, std::span<const SettleI
     locked_until->assign(items.size(), 0);
     MQLITE_ASSIGN_OR_RETURN(QueueRecord q, LookupQueue(txn, queue));
     const int64_t now = Now();
+    // The valid items, settled in one store call (StoreTxn::SettleMany).
+    std::vector<SettleRequest> reqs;
+    std::vector<size_t> slot;
+    reqs.reserve(items.size());
+    slot.reserve(items.size());
     for (size_t i = 0; i < items.size(); ++i) {
       Status v = internal::ValidateToken(queue, items[i].seq, items[i].token);
       if (!v.ok()) {
@@ -183,10 +196,21 @@ Status Engine::Impl::SettleBatch(std::string_view queue, std::span<const SettleI
       }
       SettleRequest r = internal::MakeSettle(op, items[i].seq, items[i].token);
       r.now = now;
-      auto res = DoSettle(txn, q, r);
+      PrepareSettle(q, &r);
+      reqs.push_back(std::move(r));
+      slot.push_back(i);
+    }
+    std::vector<Result<SettleResult>> stored;
+    MQLITE_RETURN_IF_ERROR(txn.SettleMany(q, reqs, &stored));
+    if (stored.size() != reqs.size()) {
+      return Status::Internal("SettleMany answered " + std::to_string(stored.size()) + " of " +
+                              std::to_string(reqs.size()) + " requests");
+    }
+    for (size_t k = 0; k < reqs.size(); ++k) {
+      auto res = FinishSettle(txn, q, reqs[k], std::move(stored[k]));
       if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
-      (*statuses)[i] = res.status();
-      if (res) (*locked_until)[i] = res->locked_until;
+      (*statuses)[slot[k]] = res.status();
+      if (res) (*locked_until)[slot[k]] = res->locked_until;
     }
     return Status::OK();
   });

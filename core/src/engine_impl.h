@@ -224,6 +224,12 @@ struct Engine::Impl {
   // (StoreTxn::FinalCallFollows); only SettleOne's body passes true.
   Result<SettleResult> DoSettle(StoreTxn& txn, const QueueRecord& q, SettleRequest req,
                                 bool final_call = false);
+  // DoSettle's two halves, shared with SettleBatch: the fields the engine
+  // fills in (renewal, receipt key and expiry), and the reading of the
+  // store's answer (a LockLost with a live receipt is a replay).
+  void PrepareSettle(const QueueRecord& q, SettleRequest* req) const;
+  Result<SettleResult> FinishSettle(StoreTxn& txn, const QueueRecord& q, const SettleRequest& req,
+                                    Result<SettleResult> stored);
 
   Result<SettleResult> SettleInTxn(StoreTxn& txn, std::string_view queue, SettleRequest req,
                                    bool final_call = false);

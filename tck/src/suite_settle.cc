@@ -462,6 +462,52 @@ TEST_P(TckLifecycle, Spec6_CompleteBatchWithAStaleTokenAfterRedelivery) {
   EXPECT_EQ(seen.delivery_count, 2);
 }
 
+MQLITE_TCK_GRADES(TckLifecycle, Spec6_Spec7_2_CompleteBatchSettlesItsItemsInOrderAcrossGroupsAndRepeats,
+                  "G2", "G4");
+TEST_P(TckLifecycle, Spec6_Spec7_2_CompleteBatchSettlesItsItemsInOrderAcrossGroupsAndRepeats) {
+  // SPEC §6: a batch is its items settled one after another in one commit,
+  // however a store groups the work: an item repeating an earlier one finds
+  // it settled and replays its receipt (§7.2), the same seq under a wrong
+  // token fails alone before and after, and a group head completed amid
+  // ungrouped items hands headship to the next member (§5).
+  MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t g1, SendMsg(engine(), "jobs", "g1", "G"));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t u1, SendMsg(engine(), "jobs", "u1"));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t g2, SendMsg(engine(), "jobs", "g2", "G"));
+  MQ_ASSERT_OK_AND_ASSIGN(int64_t u2, SendMsg(engine(), "jobs", "u2"));
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Message> got, ReceiveMany(engine(), "jobs", 10));
+  ASSERT_EQ(Seqs(got), (std::vector<int64_t>{g1, u1, u2}));  // g2 waits behind g1
+  const LockToken& tg1 = got[0].lock_token;
+  const LockToken& tu1 = got[1].lock_token;
+  const LockToken& tu2 = got[2].lock_token;
+  const SettleItem items[] = {
+      {u1, Tampered(tu1)},  // wrong token while u1 is locked
+      {u1, tu1},
+      {g1, tg1},
+      {u1, tu1},            // identical repeat: replays
+      {u1, Tampered(tu1)},  // wrong token once u1 is gone
+      {u2, tu2},
+      {g1, tg1},            // repeat of the grouped item
+  };
+  MQ_ASSERT_OK_AND_ASSIGN(std::vector<Status> results, engine().CompleteBatch("jobs", items));
+  ASSERT_EQ(results.size(), 7u);
+  MQ_EXPECT_CODE(results[0], kLockLost);
+  MQ_EXPECT_OK(results[1]);
+  MQ_EXPECT_OK(results[2]);
+  MQ_EXPECT_OK(results[3]);
+  MQ_EXPECT_CODE(results[4], kLockLost);
+  MQ_EXPECT_OK(results[5]);
+  MQ_EXPECT_OK(results[6]);
+  EXPECT_EQ(Total(engine(), "jobs"), 1);
+  MQ_ASSERT_OK_AND_ASSIGN(Message next, ReceiveOne(engine(), "jobs"));
+  EXPECT_EQ(next.seq, g2);
+  EXPECT_EQ(next.body, "g2");
+  // Each settled item replays alone too; the failed ones left no receipt.
+  MQ_EXPECT_OK(engine().Complete("jobs", u1, tu1));
+  MQ_EXPECT_OK(engine().Complete("jobs", g1, tg1));
+  MQ_EXPECT_CODE(engine().Complete("jobs", u1, Tampered(tu1)), kLockLost);
+}
+
 MQLITE_TCK_GRADES(TckLifecycle, Spec6_RenewBatchPerItemAndNeverRevivesAnExpiredLease, "G2", "G6");
 TEST_P(TckLifecycle, Spec6_RenewBatchPerItemAndNeverRevivesAnExpiredLease) {
   MQ_ASSERT_OK(CreateQueue(engine(), "jobs"));

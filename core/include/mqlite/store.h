@@ -320,6 +320,26 @@ class StoreTxn {
   // a LockLost records nothing.
   virtual Result<SettleResult> Settle(const QueueRecord& queue, const SettleRequest& req) = 0;
 
+  // The batch settles (SPEC §6 CompleteBatch, RenewBatch): the effect of
+  // Settle(queue, reqs[i]) for i = 0, 1, … in order, with (*out)[i] its
+  // result — a LockLost lands there and the rest go on. Any other error fails
+  // the call (the engine then rolls the transaction back). A store may settle
+  // the requests in fewer statements, and in another order as long as every
+  // result and the end state are those of the ordered calls (requests on
+  // different ungrouped messages commute; a repeated seq must see what the
+  // earlier request left, receipt included). Default: Settle per request.
+  virtual Status SettleMany(const QueueRecord& queue, std::span<const SettleRequest> reqs,
+                            std::vector<Result<SettleResult>>* out) {
+    out->clear();
+    out->reserve(reqs.size());
+    for (const SettleRequest& r : reqs) {
+      auto res = Settle(queue, r);
+      if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
+      out->push_back(std::move(res));
+    }
+    return Status::OK();
+  }
+
   // ---- Inspection and DLQ (SPEC §6) ------------------------------------------
 
   // Messages with seq > from_seq in seq order (optionally of one state), at
@@ -652,6 +672,9 @@ class StoreTxnWrapper : public StoreTxn {
   Result<SettleResult> Settle(const QueueRecord& q, const SettleRequest& r) override {
     return target_->Settle(q, r);
   }
+  // SettleMany is deliberately not forwarded: the default calls this
+  // wrapper's Settle per request, so an override of Settle sees every item of
+  // a batch too (a wrapper that wants the target's batch path forwards it).
   Result<std::vector<Message>> Peek(const QueueRecord& q, const PeekOptions& o) override {
     return target_->Peek(q, o);
   }

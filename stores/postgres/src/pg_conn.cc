@@ -231,7 +231,25 @@ bool PgConn::SendCommand(const Command& c) {
                              formats, 0) != 0;
 }
 
-Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, PgResult* kept) {
+Result<std::vector<PgResult>> PgConn::ExecMany(const Statement& st,
+                                               std::span<const PgParams> params) {
+  std::vector<PgResult> out;
+  if (params.empty()) return out;
+  const size_t first = deferred_.size();
+  for (size_t i = 0; i + 1 < params.size(); ++i) Defer(st, params[i]);
+  Command last;
+  last.st = st;
+  last.values = params.back().values_;
+  last.formats = params.back().formats_;
+  last.what = st.name;
+  out.reserve(params.size());
+  MQLITE_RETURN_IF_ERROR(Pipeline(&last, /*committing=*/false, first, nullptr, &out).status());
+  if (out.size() != params.size()) return Status::Internal("ExecMany: results missing");
+  return out;
+}
+
+Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, PgResult* kept,
+                                  std::vector<PgResult>* own) {
   std::vector<Command> commands = std::move(deferred_);
   deferred_.clear();
   if (last != nullptr) commands.push_back(std::move(*last));
@@ -289,8 +307,10 @@ Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, P
     if (st == PGRES_PIPELINE_ABORTED) continue;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
       if (failed.ok()) {
-        // A deferred command's (one before `last`, or any in a Flush).
-        const bool deferred = last == nullptr || e.command < last_index;
+        // A deferred command's (one before `last` and not the caller's own,
+        // or any in a Flush).
+        const bool deferred =
+            last == nullptr || e.command < (own != nullptr ? keep : last_index);
         const bool server_said = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) != nullptr;
         failed = Fail(r.get(), e.what, committing && !(deferred && server_said));
         if (deferred) spoiled_ = failed;
@@ -299,6 +319,8 @@ Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, P
     }
     if (e.prepared != nullptr) {
       prepared_.insert(e.prepared);
+    } else if (own != nullptr && e.command >= keep) {
+      own->push_back(std::move(r));
     } else if (e.command == last_index) {
       out = std::move(r);
     } else if (e.command == keep && kept != nullptr) {

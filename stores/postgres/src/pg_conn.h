@@ -147,6 +147,10 @@ class PgConn {
   // preparing it first if this connection has not yet.
   Result<PgResult> Exec(const Statement& st, std::span<const std::optional<std::string>> params);
   Result<PgResult> Exec(const Statement& st, const PgParams& params);
+  // Runs `st` once per element of `params`, in order, in one round trip
+  // (after whatever is deferred), and returns their results in that order.
+  // The first failure is the call's (nothing after it ran).
+  Result<std::vector<PgResult>> ExecMany(const Statement& st, std::span<const PgParams> params);
 
   // Deferred statements: queued here and sent ahead of the next statement
   // this connection runs (Query, Exec, Flush or Commit), in the same round
@@ -249,9 +253,12 @@ class PgConn {
   // Sends deferred_ then `last` (if any) in one pipeline and reads every
   // result. The first failure decides (committing: `last` is the COMMIT, see
   // Commit); otherwise returns `last`'s result (or an empty one), and moves
-  // the result of deferred command `keep` (if not npos) to *kept.
+  // the result of deferred command `keep` (if not npos) to *kept. With
+  // `own`, the commands from `keep` on are the caller's (ExecMany: a failure
+  // there is the call's, not a deferred statement's) and every result from
+  // `keep` on, `last`'s included, is appended to *own instead.
   Result<PgResult> Pipeline(Command* last, bool committing = false, size_t keep = SIZE_MAX,
-                            PgResult* kept = nullptr);
+                            PgResult* kept = nullptr, std::vector<PgResult>* own = nullptr);
   // Commit() and ExecAndCommit: deferred_ (command `keep` of it kept in
   // *kept), the BeforeCommit statements and COMMIT, its tag checked.
   Status CommitPipeline(size_t keep, PgResult* kept);

@@ -712,6 +712,53 @@ class PgTxn final : public StoreTxn {
     return Settled(*this, req, v);
   }
 
+  // A batch's Completes (CompleteBatch) go out in one round trip, each as
+  // the one-statement Complete with its receipt (kCompleteWithReceipt),
+  // instead of a round trip each; the requests that statement did not settle
+  // (grouped, LockLost) and any other op then take Settle, in order. That is
+  // the ordered calls' outcome (StoreTxn::SettleMany): the statements run in
+  // order, a settled row is an ungrouped one nothing else in the batch
+  // touches, and a later request repeating its seq finds the row gone and
+  // its receipt written, as it would have.
+  Status SettleMany(const QueueRecord& queue, std::span<const SettleRequest> reqs,
+                    std::vector<Result<SettleResult>>* out) override {
+    std::vector<size_t> fast;
+    std::vector<PgParams> params;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const SettleRequest& r = reqs[i];
+      if (r.op != SettleOp::kComplete || r.receipt_key.empty()) continue;
+      fast.push_back(i);
+      params.push_back(PgParams()
+                           .I(r.seq)
+                           .I(queue.id)
+                           .Bytes(TokenBytes(r.token))
+                           .I(r.now)
+                           .Bytes(r.receipt_key)
+                           .I(r.receipt_expires_at));
+    }
+    if (fast.size() < 2) return StoreTxn::SettleMany(queue, reqs, out);
+    MQLITE_ASSIGN_OR_RETURN(std::vector<PgResult> rs,
+                            c_.ExecMany(q_[Q::kCompleteWithReceipt], params));
+    out->assign(reqs.size(), Status::LockLost("not settled"));
+    std::vector<bool> done(reqs.size(), false);
+    Verdict deleted;
+    deleted.action = Verdict::Action::kDelete;
+    for (size_t k = 0; k < fast.size(); ++k) {
+      if (rs[k].i64(0, 0) != 1) continue;
+      changed_rows_ += 1;
+      inserted_rows_ += rs[k].i64(0, 1);
+      (*out)[fast[k]] = SettleResultOf(deleted);
+      done[fast[k]] = true;
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (done[i]) continue;
+      auto res = Settle(queue, reqs[i]);
+      if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
+      (*out)[i] = std::move(res);
+    }
+    return Status::OK();
+  }
+
   // ---- Inspection and DLQ ----
 
   Result<std::vector<Message>> Peek(const QueueRecord& queue, const PeekOptions& o) override {

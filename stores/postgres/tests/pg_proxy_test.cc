@@ -429,6 +429,38 @@ TEST_F(PgProxyTest, Spec10_ACallAloneCommitsWithItsLastStatement) {
   EXPECT_EQ(Messages(), 0);
 }
 
+// A CompleteBatch sends its items' one-statement Completes together
+// (StoreTxn::SettleMany): BEGIN and every delete-with-receipt in one round
+// trip, COMMIT in the next — not a trip per item. Counted as above.
+TEST_F(PgProxyTest, Spec6_ACompleteBatchSendsItsCompletesInOneRoundTrip) {
+  Engine& e = OpenThroughProxy([](PostgresOptions& o) {
+    o.change_feed = false;
+    o.queue_cache_ms = 3'600'000;
+  });
+  auto send_and_receive = [&](int n) -> std::vector<SettleItem> {
+    for (int i = 0; i < n; ++i) EXPECT_TRUE(e.Send("q", {.body = "m"}).has_value());
+    auto got = e.Receive("q", {.max_messages = n});
+    EXPECT_TRUE(got.has_value() && got->size() == static_cast<size_t>(n));
+    std::vector<SettleItem> items;
+    if (got.has_value()) {
+      for (const Message& m : *got) items.push_back({m.seq, m.lock_token});
+    }
+    return items;
+  };
+  {  // prepares every statement
+    std::vector<SettleItem> warm = send_and_receive(2);
+    MQ_ASSERT_OK(e.CompleteBatch("q", warm).status());
+  }
+  std::vector<SettleItem> items = send_and_receive(8);
+  ASSERT_EQ(items.size(), 8u);
+  const int before = proxy_->chunks();
+  auto results = e.CompleteBatch("q", items);
+  ASSERT_TRUE(results.has_value());
+  for (const Status& s : *results) MQ_EXPECT_OK(s);
+  EXPECT_EQ(proxy_->chunks() - before, 2) << "CompleteBatch:" << proxy_->ChunksFrom(before);
+  EXPECT_EQ(Messages(), 0);
+}
+
 // A Complete whose single flush (delete, receipt, COMMIT) was cut after the
 // server committed: OutcomeUnknown, the message is gone, and the same
 // Complete again is answered from its receipt (SPEC §7.2) — the
