@@ -475,8 +475,7 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
       }
       // Apply this queue's time-driven transitions first, so a Receive sees
       // what maintenance would have made eligible at `now`.
-      MQLITE_RETURN_IF_ERROR(txn.PromoteDue(q, now, step).status());
-      MQLITE_RETURN_IF_ERROR(txn.ReclaimLocks(q, now, false, step).status());
+      MQLITE_RETURN_IF_ERROR(txn.PrepareClaim(q, now, step));
       ClaimRequest req;
       req.now = now;
       req.max_messages = options.max_messages;

@@ -408,6 +408,21 @@ class StoreTxn {
   // kReasonMaxDelivery if delivery_count ≥ max_delivery_count.
   virtual Result<int64_t> ReclaimLocks(const QueueRecord& queue, int64_t now, bool all_locked,
                                        int64_t limit) = 0;
+  // The time-driven steps a Receive applies right before its Claim, so that
+  // the claim sees what maintenance would have made eligible at `now`:
+  // PromoteDue(queue, now, limit), then ReclaimLocks(queue, now, false,
+  // limit); their counts are not wanted. The body's next call is
+  // Claim(queue, req) with req.now == now. A store may defer the steps into
+  // that Claim (one statement or round trip fewer), as long as the Claim
+  // returns only what it could have returned after them — e.g. it refuses
+  // to claim ahead of a message they would have made eligible, applies them
+  // and claims again — and what they write commits with the claim or on its
+  // own. Default: the two calls, at once. Wrappers need not forward it (the
+  // default reaches the target through their PromoteDue and ReclaimLocks).
+  virtual Status PrepareClaim(const QueueRecord& queue, int64_t now, int64_t limit) {
+    MQLITE_RETURN_IF_ERROR(PromoteDue(queue, now, limit).status());
+    return ReclaimLocks(queue, now, /*all_locked=*/false, limit).status();
+  }
   // Active, scheduled or deferred with 0 < expires_at ≤ now → dead-lettered
   // (kReasonTtlExpired) if dead_letter_on_expire, else deleted. Locked rows
   // are left alone: they expire once their lease ends unsettled.

@@ -382,6 +382,12 @@ class NotifyCoalescer {
 
 class PgTxn final : public StoreTxn {
  public:
+  // A PrepareClaim waiting for its Claim (store.h).
+  struct Prep {
+    QueueRecord queue;
+    int64_t now = 0;
+    int64_t limit = 0;
+  };
   // `cache`: the store's queue cache, for a rerunnable write (a body that
   // finds a cached record stale can be run again); null otherwise.
   // `channel`: the change feed's NOTIFY channel, "" when the feed is off;
@@ -580,11 +586,24 @@ class PgTxn final : public StoreTxn {
 
   // ---- Claim ----
 
+  // A Receive's time-driven steps (store.h) wait for its Claim: a Peek-Lock
+  // claim sends them in its own statement (kPromoteAndClaim), so a Receive
+  // alone is one round trip. Any other call that comes first runs them (X).
+  Status PrepareClaim(const QueueRecord& queue, int64_t now, int64_t limit) override {
+    prep_ = Prep{queue, now, limit};
+    return Status::OK();
+  }
+
   Result<std::vector<Message>> Claim(const QueueRecord& queue, const ClaimRequest& req) override {
     MQLITE_RETURN_IF_ERROR(CheckClaimRequest(req));
-    const bool final_call = std::exchange(final_call_, false);
+    bool final_call = std::exchange(final_call_, false);
     std::vector<Message> out;
     const bool peek_lock = req.mode == ReceiveMode::kPeekLock;
+    std::optional<Prep> prep = std::exchange(prep_, std::nullopt);
+    if (prep && (!peek_lock || prep->queue.id != queue.id || prep->now != req.now)) {
+      MQLITE_RETURN_IF_ERROR(RunPrep(*prep));
+      prep.reset();
+    }
     if (peek_lock) {
       // The common batch — the first max_messages candidates all deliverable
       // as they are — in one statement. Locking a grouped head leaves its
@@ -593,25 +612,48 @@ class PgTxn final : public StoreTxn {
       // (the candidates it locked stay this transaction's).
       std::string tokens;
       for (int i = 0; i < req.max_messages; ++i) tokens += TokenBytes(req.tokens[i]);
-      MQLITE_ASSIGN_OR_RETURN(
-          PgResult r, X(Q::kClaimAllOrNothing,
-                        PgParams()
-                            .I(queue.id)
-                            .I(req.max_messages)
-                            .I(req.now)
-                            .I(queue.config.max_delivery_count)
-                            .Bytes(tokens)
-                            .I(static_cast<int64_t>(LockToken{}.bytes.size()))
-                            .I(req.locked_until),
-                        final_call));
-      if (r.rows() == 0) return out;  // no candidate
-      if (!r.null(0, 0)) {
-        changed_rows_ += r.rows();
-        for (int i = 0; i < r.rows(); ++i) {
-          MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(r, i, queue.config.name));
-          out.push_back(std::move(m));
+      PgParams params;
+      params.I(queue.id)
+          .I(req.max_messages)
+          .I(req.now)
+          .I(queue.config.max_delivery_count)
+          .Bytes(tokens)
+          .I(static_cast<int64_t>(LockToken{}.bytes.size()))
+          .I(req.locked_until);
+      bool simple = true;  // the all-or-nothing claim may still take the batch
+      if (prep) {
+        params.I(prep->limit);
+        MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kPromoteAndClaim, params, final_call));
+        const int cols = PQnfields(r.get());
+        const int64_t promoted = r.i64(0, cols - 2);
+        const bool ended = r.boolean(0, cols - 1);
+        if (promoted == 0 && !ended) {
+          if (!r.null(0, 0)) return ReadClaimed(r, queue);
+          if (r.i64(0, cols - 3) == 0) return out;  // no candidate
+          simple = false;  // candidates, not all deliverable as they are
+        } else {
+          // It claimed nothing; what it promoted stands (committed with it,
+          // or in this transaction). Reclaim what ended, then claim again.
+          if (promoted > 0) Woke(queue.id);
+          if (final_call) MQLITE_RETURN_IF_ERROR(c_.Rebegin());
+          final_call = false;
+          if (ended) {
+            MQLITE_RETURN_IF_ERROR(ReclaimLocks(queue, req.now, false, prep->limit).status());
+          }
+          params = PgParams();
+          params.I(queue.id)
+              .I(req.max_messages)
+              .I(req.now)
+              .I(queue.config.max_delivery_count)
+              .Bytes(tokens)
+              .I(static_cast<int64_t>(LockToken{}.bytes.size()))
+              .I(req.locked_until);
         }
-        return out;
+      }
+      if (simple) {
+        MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kClaimAllOrNothing, params, final_call));
+        if (r.rows() == 0) return out;  // no candidate
+        if (!r.null(0, 0)) return ReadClaimed(r, queue);
       }
       // It committed having changed nothing (what the body did before it,
       // a PromoteDue, stands on its own): the chunked claim runs in a
@@ -1070,6 +1112,10 @@ class PgTxn final : public StoreTxn {
   // Runs statement `q`; with `commit`, COMMITs in the same round trip
   // (PgConn::ExecAndCommit), this transaction's notification ahead of it.
   Result<PgResult> X(Q q, const PgParams& p, bool commit = false) {
+    if (prep_) {  // a statement other than the claim's comes first (store.h PrepareClaim)
+      const Prep pending = *std::exchange(prep_, std::nullopt);
+      MQLITE_RETURN_IF_ERROR(RunPrep(pending));
+    }
     if (commit) {
       if (std::string n = Notification(); !n.empty()) c_.BeforeCommit(std::move(n));
     }
@@ -1156,6 +1202,23 @@ class PgTxn final : public StoreTxn {
     Woke(queue_id);
     return X(Q::kPromoteNextHead, PgParams().I(queue_id).Bytes(key)).status();
   }
+  // The messages an all-or-nothing claim locked (kClaimAllOrNothing,
+  // kPromoteAndClaim), in claim order.
+  Result<std::vector<Message>> ReadClaimed(const PgResult& r, const QueueRecord& queue) {
+    std::vector<Message> out;
+    changed_rows_ += r.rows();
+    for (int i = 0; i < r.rows(); ++i) {
+      MQLITE_ASSIGN_OR_RETURN(Message m, ReadMessage(r, i, queue.config.name));
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+  // What PrepareClaim's default would have done.
+  Status RunPrep(const Prep& p) {
+    MQLITE_RETURN_IF_ERROR(PromoteDue(p.queue, p.now, p.limit).status());
+    return ReclaimLocks(p.queue, p.now, /*all_locked=*/false, p.limit).status();
+  }
+
   void Woke(int64_t queue_id) {
     if (std::find(woke_.begin(), woke_.end(), queue_id) == woke_.end()) woke_.push_back(queue_id);
   }
@@ -1259,6 +1322,8 @@ class PgTxn final : public StoreTxn {
   NotifyCoalescer* const coalescer_;
   std::vector<int64_t> later_;  // later()
   bool final_call_ = false;     // FinalCallFollows, until the call that takes it
+  // PrepareClaim's steps, until the Claim (or any other statement) takes them.
+  std::optional<Prep> prep_;
 };
 
 // ---- Change feed: LISTEN/NOTIFY ----------------------------------------------

@@ -63,6 +63,7 @@ enum class Q : int {
   kPromoteNextHead,
   kClaimCandidates,
   kClaimAllOrNothing,
+  kPromoteAndClaim,
   kLockMessage,
   kDeleteReturning,
   kLoadRefForUpdate,
@@ -180,6 +181,35 @@ inline constexpr QueryText kQueries[] = {
      "RETURNING " MQ_MSG_COLS ") "
      "SELECT u.*, o.pos, n.cnt FROM (SELECT count(*) AS cnt FROM c) n "
      "LEFT JOIN (u JOIN o ON o.o_seq = u.seq) ON true WHERE n.cnt > 0 ORDER BY o.pos"},
+    // A Receive's PrepareClaim and claim in one statement (pg_store.cc
+    // Claim): kPromoteDue's promotion (at most $8 due rows, at $3) and its
+    // ended-lease probe, then kClaimAllOrNothing's claim — which changes
+    // nothing when the promotion changed anything or a lease has ended (the
+    // claim's snapshot would not see what they make eligible; the caller
+    // reclaims and claims again). Rows as kClaimAllOrNothing's, each ending
+    // with the candidates' count, the rows promoted and whether a lease had
+    // ended — and at least one row, all NULL but those three, when nothing
+    // was claimed.
+    {Q::kPromoteAndClaim, "mq_promote_and_claim",
+     "WITH due AS MATERIALIZED (SELECT seq FROM {s}.messages WHERE queue_id = $1 "
+     "AND state = 3 AND visible_at <= $3 ORDER BY visible_at LIMIT $8 FOR UPDATE SKIP LOCKED), "
+     "up AS (UPDATE {s}.messages m SET state = 0 FROM due WHERE m.seq = due.seq RETURNING 1), "
+     "p AS MATERIALIZED (SELECT (SELECT count(*) FROM up) AS promoted, COALESCE((SELECT "
+     "locked_until FROM {s}.messages WHERE queue_id = $1 AND state = 1 "
+     "ORDER BY queue_id, locked_until LIMIT 1) <= $3, false) AS ended), "
+     "c AS MATERIALIZED (SELECT seq, priority, expires_at, delivery_count "
+     "FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND is_head "
+     "ORDER BY priority DESC, seq LIMIT $2 FOR UPDATE SKIP LOCKED), "
+     "o AS MATERIALIZED (SELECT seq AS o_seq, row_number() OVER (ORDER BY priority DESC, seq) "
+     "AS pos, NOT ((expires_at > 0 AND expires_at <= $3) OR delivery_count >= $4) AS ok FROM c), "
+     "u AS (UPDATE {s}.messages m SET state = 1, lock_token = substring($5::bytea FROM "
+     "(((SELECT pos FROM o WHERE o_seq = m.seq) - 1) * $6 + 1)::integer FOR $6::integer), "
+     "locked_until = $7, delivery_count = m.delivery_count + 1 "
+     "WHERE m.seq = ANY (ARRAY(SELECT o_seq FROM o)) AND NOT EXISTS (SELECT 1 FROM o WHERE NOT ok) "
+     "AND (SELECT promoted = 0 AND NOT ended FROM p) "
+     "RETURNING " MQ_MSG_COLS ") "
+     "SELECT u.*, o.pos, n.cnt, p.promoted, p.ended FROM (SELECT count(*) AS cnt FROM c) n "
+     "CROSS JOIN p LEFT JOIN (u JOIN o ON o.o_seq = u.seq) ON true ORDER BY o.pos"},
     // $1 seq, $2 expected state (active or deferred).
     {Q::kLockMessage, "mq_lock_message",
      "UPDATE {s}.messages SET state = 1, lock_token = $3, locked_until = $4, "

@@ -397,9 +397,9 @@ TEST_F(PgProxyTest, Spec10_ACommitThatNeverArrivesIsOutcomeUnknownAndCommitsNoth
 
 // A call that runs alone sends its last statement and COMMIT in one flush
 // (StoreTxn::FinalCallFollows): a Send, a Complete and a Receive with
-// nothing due cost one round trip, two for the Receive (its time-driven
-// step, then the claim with COMMIT). Counted at the proxy as client writes,
-// once every statement is prepared.
+// nothing due cost one round trip each (the Receive's time-driven steps
+// ride in its claim statement: StoreTxn::PrepareClaim). Counted at the
+// proxy as client writes, once every statement is prepared.
 // Only the calls' own trips are counted, so nothing runs beside them: no
 // change feed (its listener's first connect drops the queue cache whenever
 // it happens, and a re-read is one more trip; a coalesced notification
@@ -422,7 +422,7 @@ TEST_F(PgProxyTest, Spec10_ACallAloneCommitsWithItsLastStatement) {
   before = proxy_->chunks();
   auto got = e.Receive("q", {});
   ASSERT_TRUE(got.has_value() && got->size() == 1);
-  EXPECT_EQ(proxy_->chunks() - before, 2) << "Receive:" << proxy_->ChunksFrom(before);
+  EXPECT_EQ(proxy_->chunks() - before, 1) << "Receive:" << proxy_->ChunksFrom(before);
   before = proxy_->chunks();
   MQ_ASSERT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
   EXPECT_EQ(proxy_->chunks() - before, 1) << "Complete:" << proxy_->ChunksFrom(before);
@@ -459,6 +459,36 @@ TEST_F(PgProxyTest, Spec6_ACompleteBatchSendsItsCompletesInOneRoundTrip) {
   for (const Status& s : *results) MQ_EXPECT_OK(s);
   EXPECT_EQ(proxy_->chunks() - before, 2) << "CompleteBatch:" << proxy_->ChunksFrom(before);
   EXPECT_EQ(Messages(), 0);
+}
+
+// A Receive whose claim statement finds a schedule come due (or a lease
+// ended) must not claim past it: the claim refuses, the promotion commits,
+// and the claim runs again in a new transaction (three round trips) — the
+// due message first, in seq order (SPEC §5). Real clock: the schedule is
+// 300 ms out.
+TEST_F(PgProxyTest, Spec5_AReceiveThatPromotesADueScheduleClaimsItFirst) {
+  Engine& e = OpenThroughProxy([](PostgresOptions& o) {
+    o.change_feed = false;
+    o.queue_cache_ms = 3'600'000;
+  });
+  for (int i = 0; i < 2; ++i) {  // prepares every statement, both paths
+    ASSERT_TRUE(e.Send("q", {.body = "warm", .delay_ms = 1}).has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto got = e.Receive("q", {});
+    ASSERT_TRUE(got.has_value() && got->size() == 1);
+    MQ_ASSERT_OK(e.Complete("q", (*got)[0].seq, (*got)[0].lock_token));
+  }
+  auto due = e.Send("q", {.body = "due", .delay_ms = 300});
+  auto now = e.Send("q", {.body = "now"});
+  ASSERT_TRUE(due.has_value() && now.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const int before = proxy_->chunks();
+  auto got = e.Receive("q", {.max_messages = 10});
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(proxy_->chunks() - before, 3) << "Receive:" << proxy_->ChunksFrom(before);
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].seq, *due);
+  EXPECT_EQ((*got)[1].seq, *now);
 }
 
 // A Complete whose single flush (delete, receipt, COMMIT) was cut after the
