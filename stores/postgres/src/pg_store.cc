@@ -612,18 +612,21 @@ class PgTxn final : public StoreTxn {
       // (the candidates it locked stay this transaction's).
       std::string tokens;
       for (int i = 0; i < req.max_messages; ++i) tokens += TokenBytes(req.tokens[i]);
-      PgParams params;
-      params.I(queue.id)
-          .I(req.max_messages)
-          .I(req.now)
-          .I(queue.config.max_delivery_count)
-          .Bytes(tokens)
-          .I(static_cast<int64_t>(LockToken{}.bytes.size()))
-          .I(req.locked_until);
+      auto claim_params = [&] {  // $1–$7 of both all-or-nothing statements
+        PgParams p;
+        p.I(queue.id)
+            .I(req.max_messages)
+            .I(req.now)
+            .I(queue.config.max_delivery_count)
+            .Bytes(tokens)
+            .I(static_cast<int64_t>(LockToken{}.bytes.size()))
+            .I(req.locked_until);
+        return p;
+      };
       bool simple = true;  // the all-or-nothing claim may still take the batch
       if (prep) {
-        params.I(prep->limit);
-        MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kPromoteAndClaim, params, final_call));
+        MQLITE_ASSIGN_OR_RETURN(
+            PgResult r, X(Q::kPromoteAndClaim, claim_params().I(prep->limit), final_call));
         const int cols = PQnfields(r.get());
         const int64_t promoted = r.i64(0, cols - 2);
         const bool ended = r.boolean(0, cols - 1);
@@ -640,18 +643,10 @@ class PgTxn final : public StoreTxn {
           if (ended) {
             MQLITE_RETURN_IF_ERROR(ReclaimLocks(queue, req.now, false, prep->limit).status());
           }
-          params = PgParams();
-          params.I(queue.id)
-              .I(req.max_messages)
-              .I(req.now)
-              .I(queue.config.max_delivery_count)
-              .Bytes(tokens)
-              .I(static_cast<int64_t>(LockToken{}.bytes.size()))
-              .I(req.locked_until);
         }
       }
       if (simple) {
-        MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kClaimAllOrNothing, params, final_call));
+        MQLITE_ASSIGN_OR_RETURN(PgResult r, X(Q::kClaimAllOrNothing, claim_params(), final_call));
         if (r.rows() == 0) return out;  // no candidate
         if (!r.null(0, 0)) return ReadClaimed(r, queue);
       }

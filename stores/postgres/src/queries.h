@@ -29,6 +29,25 @@ namespace mqlite::pg_internal {
   "seq, state, priority, enqueued_at, visible_at, expires_at, delivery_count, locked_until, " \
   "lock_token, dead_lettered_at, dead_letter_reason, dead_letter_description, message_id, "  \
   "group_id, subject, correlation_id, content_type, properties, body"
+
+// The CTEs c, o and u of an all-or-nothing Peek-Lock claim (pg_store.cc
+// Claim): the first $2 candidates of queue $1, locked FOR UPDATE SKIP LOCKED
+// in claim order; and — only if every one would be delivered as it is (not
+// expired at $3, fewer than $4 deliveries) and `cond` (SQL ending in a space,
+// or "") holds — each locked to its token (the $6-byte slice of $5 at its
+// position) until $7, RETURNING MQ_MSG_COLS.
+#define MQ_CLAIM_ALL_OR_NOTHING(cond)                                                        \
+  "c AS MATERIALIZED (SELECT seq, priority, expires_at, delivery_count "                     \
+  "FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND is_head "                        \
+  "ORDER BY priority DESC, seq LIMIT $2 FOR UPDATE SKIP LOCKED), "                          \
+  "o AS MATERIALIZED (SELECT seq AS o_seq, row_number() OVER (ORDER BY priority DESC, seq) " \
+  "AS pos, NOT ((expires_at > 0 AND expires_at <= $3) OR delivery_count >= $4) AS ok FROM c), " \
+  "u AS (UPDATE {s}.messages m SET state = 1, lock_token = substring($5::bytea FROM "        \
+  "(((SELECT pos FROM o WHERE o_seq = m.seq) - 1) * $6 + 1)::integer FOR $6::integer), "    \
+  "locked_until = $7, delivery_count = m.delivery_count + 1 "                                \
+  "WHERE m.seq = ANY (ARRAY(SELECT o_seq FROM o)) AND NOT EXISTS (SELECT 1 FROM o WHERE NOT ok) " \
+  cond "RETURNING " MQ_MSG_COLS ")"
+
 #define MQ_QUEUE_COLS                                                                        \
   "id, name, lock_duration_ms, max_delivery_count, default_ttl_ms, dead_letter_on_expire, " \
   "dedup_window_ms, ordering, dlq_max_age_ms, dlq_max_count, dlq_max_bytes, max_message_bytes"
@@ -169,16 +188,7 @@ inline constexpr QueryText kQueries[] = {
     // NULLs and the count when the batch was not simple and nothing changed;
     // none when there was no candidate.
     {Q::kClaimAllOrNothing, "mq_claim_all_or_nothing",
-     "WITH c AS MATERIALIZED (SELECT seq, priority, expires_at, delivery_count "
-     "FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND is_head "
-     "ORDER BY priority DESC, seq LIMIT $2 FOR UPDATE SKIP LOCKED), "
-     "o AS MATERIALIZED (SELECT seq AS o_seq, row_number() OVER (ORDER BY priority DESC, seq) "
-     "AS pos, NOT ((expires_at > 0 AND expires_at <= $3) OR delivery_count >= $4) AS ok FROM c), "
-     "u AS (UPDATE {s}.messages m SET state = 1, lock_token = substring($5::bytea FROM "
-     "(((SELECT pos FROM o WHERE o_seq = m.seq) - 1) * $6 + 1)::integer FOR $6::integer), "
-     "locked_until = $7, delivery_count = m.delivery_count + 1 "
-     "WHERE m.seq = ANY (ARRAY(SELECT o_seq FROM o)) AND NOT EXISTS (SELECT 1 FROM o WHERE NOT ok) "
-     "RETURNING " MQ_MSG_COLS ") "
+     "WITH " MQ_CLAIM_ALL_OR_NOTHING("") " "
      "SELECT u.*, o.pos, n.cnt FROM (SELECT count(*) AS cnt FROM c) n "
      "LEFT JOIN (u JOIN o ON o.o_seq = u.seq) ON true WHERE n.cnt > 0 ORDER BY o.pos"},
     // A Receive's PrepareClaim and claim in one statement (pg_store.cc
@@ -197,17 +207,7 @@ inline constexpr QueryText kQueries[] = {
      "p AS MATERIALIZED (SELECT (SELECT count(*) FROM up) AS promoted, COALESCE((SELECT "
      "locked_until FROM {s}.messages WHERE queue_id = $1 AND state = 1 "
      "ORDER BY queue_id, locked_until LIMIT 1) <= $3, false) AS ended), "
-     "c AS MATERIALIZED (SELECT seq, priority, expires_at, delivery_count "
-     "FROM {s}.messages WHERE queue_id = $1 AND state = 0 AND is_head "
-     "ORDER BY priority DESC, seq LIMIT $2 FOR UPDATE SKIP LOCKED), "
-     "o AS MATERIALIZED (SELECT seq AS o_seq, row_number() OVER (ORDER BY priority DESC, seq) "
-     "AS pos, NOT ((expires_at > 0 AND expires_at <= $3) OR delivery_count >= $4) AS ok FROM c), "
-     "u AS (UPDATE {s}.messages m SET state = 1, lock_token = substring($5::bytea FROM "
-     "(((SELECT pos FROM o WHERE o_seq = m.seq) - 1) * $6 + 1)::integer FOR $6::integer), "
-     "locked_until = $7, delivery_count = m.delivery_count + 1 "
-     "WHERE m.seq = ANY (ARRAY(SELECT o_seq FROM o)) AND NOT EXISTS (SELECT 1 FROM o WHERE NOT ok) "
-     "AND (SELECT promoted = 0 AND NOT ended FROM p) "
-     "RETURNING " MQ_MSG_COLS ") "
+     MQ_CLAIM_ALL_OR_NOTHING("AND (SELECT promoted = 0 AND NOT ended FROM p) ") " "
      "SELECT u.*, o.pos, n.cnt, p.promoted, p.ended FROM (SELECT count(*) AS cnt FROM c) n "
      "CROSS JOIN p LEFT JOIN (u JOIN o ON o.o_seq = u.seq) ON true ORDER BY o.pos"},
     // $1 seq, $2 expected state (active or deferred).
