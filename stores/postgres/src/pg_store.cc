@@ -1208,11 +1208,8 @@ class PgTxn final : public StoreTxn {
     }
     return out;
   }
-  // What PrepareClaim's default would have done.
-  Status RunPrep(const Prep& p) {
-    MQLITE_RETURN_IF_ERROR(PromoteDue(p.queue, p.now, p.limit).status());
-    return ReclaimLocks(p.queue, p.now, /*all_locked=*/false, p.limit).status();
-  }
+  // The steps a PrepareClaim put off, run as the default does.
+  Status RunPrep(const Prep& p) { return StoreTxn::PrepareClaim(p.queue, p.now, p.limit); }
 
   void Woke(int64_t queue_id) {
     if (std::find(woke_.begin(), woke_.end(), queue_id) == woke_.end()) woke_.push_back(queue_id);

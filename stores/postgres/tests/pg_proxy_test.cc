@@ -287,6 +287,19 @@ class PgProxyTest : public ::testing::Test {
     return *engine_;
   }
 
+  // An engine whose calls' own round trips are all the proxy sees, for the
+  // tests that count them: no change feed (its listener's first connect
+  // drops the queue cache whenever it happens, and a re-read is one more
+  // trip; a coalesced notification goes out on a session of its own, through
+  // the proxy too — the ASan stage under load hit both), and the queue
+  // record cached for an hour.
+  Engine& OpenForCountingTrips() {
+    return OpenThroughProxy([](PostgresOptions& o) {
+      o.change_feed = false;
+      o.queue_cache_ms = 3'600'000;
+    });
+  }
+
   int64_t Messages() {
     auto r = admin_->Query("SELECT count(*) FROM " + schema_ + ".messages", "count");
     EXPECT_TRUE(r.has_value()) << r.status().ToString();
@@ -399,17 +412,10 @@ TEST_F(PgProxyTest, Spec10_ACommitThatNeverArrivesIsOutcomeUnknownAndCommitsNoth
 // (StoreTxn::FinalCallFollows): a Send, a Complete and a Receive with
 // nothing due cost one round trip each (the Receive's time-driven steps
 // ride in its claim statement: StoreTxn::PrepareClaim). Counted at the
-// proxy as client writes, once every statement is prepared.
-// Only the calls' own trips are counted, so nothing runs beside them: no
-// change feed (its listener's first connect drops the queue cache whenever
-// it happens, and a re-read is one more trip; a coalesced notification
-// goes out on a session of its own, through the proxy too — the ASan stage
-// under load hit both), and the queue record cached for an hour.
+// proxy as client writes, once every statement is prepared, on an engine
+// with nothing running beside the calls (OpenForCountingTrips).
 TEST_F(PgProxyTest, Spec10_ACallAloneCommitsWithItsLastStatement) {
-  Engine& e = OpenThroughProxy([](PostgresOptions& o) {
-    o.change_feed = false;
-    o.queue_cache_ms = 3'600'000;
-  });
+  Engine& e = OpenForCountingTrips();
   for (int i = 0; i < 2; ++i) {  // prepares every statement the loop below uses
     ASSERT_TRUE(e.Send("q", {.body = "warm"}).has_value());
     auto got = e.Receive("q", {});
@@ -433,10 +439,7 @@ TEST_F(PgProxyTest, Spec10_ACallAloneCommitsWithItsLastStatement) {
 // (StoreTxn::SettleMany): BEGIN and every delete-with-receipt in one round
 // trip, COMMIT in the next — not a trip per item. Counted as above.
 TEST_F(PgProxyTest, Spec6_ACompleteBatchSendsItsCompletesInOneRoundTrip) {
-  Engine& e = OpenThroughProxy([](PostgresOptions& o) {
-    o.change_feed = false;
-    o.queue_cache_ms = 3'600'000;
-  });
+  Engine& e = OpenForCountingTrips();
   auto send_and_receive = [&](int n) -> std::vector<SettleItem> {
     for (int i = 0; i < n; ++i) EXPECT_TRUE(e.Send("q", {.body = "m"}).has_value());
     auto got = e.Receive("q", {.max_messages = n});
@@ -467,10 +470,7 @@ TEST_F(PgProxyTest, Spec6_ACompleteBatchSendsItsCompletesInOneRoundTrip) {
 // due message first, in seq order (SPEC §5). Real clock: the schedule is
 // 300 ms out.
 TEST_F(PgProxyTest, Spec5_AReceiveThatPromotesADueScheduleClaimsItFirst) {
-  Engine& e = OpenThroughProxy([](PostgresOptions& o) {
-    o.change_feed = false;
-    o.queue_cache_ms = 3'600'000;
-  });
+  Engine& e = OpenForCountingTrips();
   for (int i = 0; i < 2; ++i) {  // prepares every statement, both paths
     ASSERT_TRUE(e.Send("q", {.body = "warm", .delay_ms = 1}).has_value());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
