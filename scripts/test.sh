@@ -14,7 +14,9 @@
 #            executables are built)
 #
 # Every stage runs even if an earlier one failed. The output ends with a recap
-# of each stage's ctest summary and then ONE aggregate line in ctest's format,
+# of each stage's ctest summary, the name of every failed test with its first
+# assertion messages (so a log read from its tail still says what failed), and
+# then ONE aggregate line in ctest's format,
 #   "N% tests passed, F tests failed out of T"
 # summed over the stages (a stage that failed to configure or build counts as
 # one failed test, so that line never claims success for a broken stage). The
@@ -45,6 +47,7 @@ banner() {
 # ---- Stages --------------------------------------------------------------------
 stage_lines=()   # recap lines
 failed_stages=()
+failed_tests=()  # "stage: ctest line" for each test ctest listed as failed
 agg_total=0
 agg_failed=0
 
@@ -80,6 +83,13 @@ run_stage() {
     else
       outcome="PASS"
     fi
+    # ctest lists the failures near its summary; keep them for the recap at
+    # the very end, where a CI log that shows only its tail still names them.
+    local line
+    while IFS= read -r line; do
+      failed_tests+=("$preset: ${line#"${line%%[![:space:]]*}"}")
+    done < <(sed -n '/^The following tests FAILED:/,/^Errors while running CTest/p' "$log" |
+      grep -E '^[[:space:]]+[0-9]+ - ' || true)
     agg_total=$((agg_total + (total > failed ? total : failed)))
     agg_failed=$((agg_failed + failed))
   fi
@@ -110,6 +120,19 @@ main() {
 
   banner "summary: total $(elapsed $((SECONDS - START)))"
   printf '%s\n' "${stage_lines[@]}"
+  if ((${#failed_tests[@]} > 0)); then
+    echo "failed tests:"
+    printf '  %s\n' "${failed_tests[@]}"
+    # The first assertion messages of the failures (gtest "Failure" blocks),
+    # capped so the recap stays short; the whole output is in the logs.
+    echo "first failure messages (whole output in $LOG_DIR/):"
+    local f
+    for f in "${failed_stages[@]}"; do
+      awk -v s="  $f| " '/: Failure$/ { n = 5 }
+        /\*\*\*(Failed|Timeout|Exception)/ || /^\[  FAILED  \] .*\(/ { print s $0 }
+        n > 0 { print s $0; n-- }' "$LOG_DIR/$f.log" 2>/dev/null
+    done | head -n 40
+  fi
   if ((${#failed_stages[@]} > 0)); then
     echo "test.sh: FAILED stages: ${failed_stages[*]} (ctest logs in $LOG_DIR/)"
   else
