@@ -41,6 +41,7 @@ std::unique_ptr<WalCheckpointer> WalCheckpointer::Start(sqlite3* writer, const s
   // Replaces the automatic checkpoint (sqlite3_wal_autocheckpoint is itself
   // a WAL hook).
   sqlite3_wal_hook(writer, &WalCheckpointer::Hook, c.get());
+  c->SetWalLimit(options.kept_wal_bytes);
   return c;
 }
 
@@ -49,6 +50,7 @@ WalCheckpointer::WalCheckpointer(sqlite3* writer, sqlite3* own, std::string dir,
 
 WalCheckpointer::~WalCheckpointer() {
   sqlite3_wal_autocheckpoint(writer_, kAutomaticFrames);
+  SetWalLimit(options_.low_wal_bytes);
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_ = true;
@@ -56,6 +58,20 @@ WalCheckpointer::~WalCheckpointer() {
   cv_.notify_one();
   thread_.join();
   sqlite3_close_v2(own_);
+}
+
+void WalCheckpointer::SetWalLimit(int64_t bytes) {
+  if (bytes == wal_limit_) return;
+  const std::string pragma = "PRAGMA journal_size_limit = " + std::to_string(bytes);
+  // Only sets a number on the connection; if it fails the old limit stays,
+  // and the next call tries again.
+  if (sqlite3_exec(writer_, pragma.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK) {
+    wal_limit_ = bytes;
+  }
+}
+
+void WalCheckpointer::AfterCommit() {
+  SetWalLimit(low_ ? options_.low_wal_bytes : options_.kept_wal_bytes);
 }
 
 WalCheckpointer::Counters WalCheckpointer::counters() const {

@@ -27,6 +27,14 @@
 //     after any background pass ends. A WAL that may not rewind before it has
 //     grown by 32 MiB would otherwise wedge a nearly full disk: every commit,
 //     a settle too, must then grow it (docs/sqlite-store.md, "Full disk").
+// And the size a rewound WAL file keeps (`PRAGMA journal_size_limit`, which
+// SQLite applies in the first commit after a rewind): `kept_wal_bytes` while
+// space is plentiful — more than the WAL reaches between two rewinds, so a
+// rewind never truncates the file and the next pages never have to extend it
+// again (truncating 32 MiB and regrowing it, every rewind, cost a quarter of
+// the writer's time on the test machine); `low_wal_bytes` while space is low
+// and once the checkpointer stops (SQLite's automatic checkpoint keeps the
+// WAL near 4 MiB, and a nearly full disk gets the rest back).
 // Same durability as SQLite's own checkpoint: the checkpointing connection
 // uses the writer's synchronous level, and a checkpoint's failure is ignored
 // as SQLite ignores an automatic checkpoint's (the pages stay in the WAL; the
@@ -59,6 +67,10 @@ class WalCheckpointer {
     int background_frames = 1000;  // SQLite's default automatic checkpoint point
     int inline_frames = 8000;      // about 32 MiB of WAL at 4 KiB pages
     int64_t spare_bytes = int64_t{256} << 20;  // below this free, rewind at 1,000
+    // What a rewound WAL file keeps: 64 MiB covers 2 × inline_frames pages
+    // of 4 KiB (the most it reaches); 4 MiB when low on space.
+    int64_t kept_wal_bytes = int64_t{64} << 20;
+    int64_t low_wal_bytes = int64_t{4} << 20;
   };
   struct Counters {
     uint64_t background = 0;  // background checkpoints run
@@ -82,6 +94,12 @@ class WalCheckpointer {
 
   Counters counters() const;
 
+  // Call on the writer's thread after each write transaction ends, outside
+  // any statement: sets the writer's journal_size_limit to what the last
+  // space check asks for (kept_wal_bytes, or low_wal_bytes when low), if it
+  // changed. Not from the WAL hook: that runs inside the COMMIT's step.
+  void AfterCommit();
+
  private:
   WalCheckpointer(sqlite3* writer, sqlite3* own, std::string dir, Options options);
   static int Hook(void* self, sqlite3* db, const char* name, int frames);
@@ -92,12 +110,15 @@ class WalCheckpointer {
   // Blocks the writer until no background checkpoint is asked for or running.
   void WaitForBackground();
   void Loop();
+  // Sets the writer's journal_size_limit (writer's thread, outside statements).
+  void SetWalLimit(int64_t bytes);
 
   sqlite3* const writer_;
   sqlite3* const own_;
   const std::string dir_;  // the database's directory (statvfs)
   const Options options_;
   bool low_ = false;          // writer only
+  int64_t wal_limit_ = -1;    // writer only: the journal_size_limit last set
   int next_space_check_ = 0;  // writer only: the WAL size for the next statvfs
 
   int last_frames_ = 0;  // the WAL's size at the last commit (writer only)

@@ -1362,6 +1362,7 @@ class SqliteStore final : public Store {
     SqliteTxn txn(conn_.get(), &state_);
     Status s = body(txn);
     if (s.ok()) s = Control(conn_.get(), kCommit);
+    if (s.ok() && kind == TxnKind::kWrite && checkpointer_) checkpointer_->AfterCommit();
     if (!s.ok()) {
       if (!sqlite3_get_autocommit(conn_->db())) (void)Control(conn_.get(), kRollback);
       // The transaction's reservation may be gone with it. (Or not: an
@@ -1456,7 +1457,8 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
   }
   MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA journal_mode = WAL", "journal_mode"));
   // G7: a checkpoint truncates the WAL back to this size instead of keeping
-  // the high-water mark forever.
+  // the high-water mark forever. The store's checkpointer raises it while it
+  // runs and space is plentiful (checkpointer.h).
   MQLITE_RETURN_IF_ERROR(
       conn->ExecScript("PRAGMA journal_size_limit = 4194304", "journal_size_limit"));
   MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA secure_delete = FAST", "secure_delete"));

@@ -46,15 +46,23 @@ class WalCheckpointerTest : public ::testing::Test {
   // One commit of one row whose body fills about a page, so each commit
   // appends two or three frames (the row's page, the table's interior page).
   void InsertOne() { Exec("INSERT INTO t (body) VALUES (randomblob(3000))"); }
-  // `n` commits of InsertOne; returns the WAL file's largest size meanwhile.
-  int64_t InsertMany(int n) {
+  // `n` commits of InsertOne, each followed by `c->AfterCommit()` as the
+  // store's writer does (if `c` is given); returns the WAL file's largest
+  // size meanwhile.
+  int64_t InsertMany(int n, WalCheckpointer* c = nullptr) {
     int64_t most = 0;
     for (int i = 0; i < n; ++i) {
       InsertOne();
-      most = std::max(most, WalBytes());
+      if (c) c->AfterCommit();
+      const int64_t now = WalBytes();
+      if (now < last_wal_bytes_) ++shrank_;
+      last_wal_bytes_ = now;
+      most = std::max(most, now);
     }
     return most;
   }
+  int shrank_ = 0;              // times InsertMany saw the WAL file get smaller
+  int64_t last_wal_bytes_ = 0;
   int64_t WalBytes() const {
     std::error_code ec;
     const auto n = std::filesystem::file_size(path_ + "-wal", ec);
@@ -110,6 +118,46 @@ TEST_F(WalCheckpointerTest, LowOnSpaceRewindsAtTheAutomaticPoint) {
   EXPECT_GT(c->counters().inline_, 0u);
   EXPECT_LE(most, (WalCheckpointer::kAutomaticFrames + 10) * kFrameBytes)
       << "WAL high-water mark " << most / kFrameBytes << " frames";
+}
+
+// A rewind does not truncate the WAL file while space is plentiful, even
+// under a small journal_size_limit set before (the store's 4 MiB), so the
+// next pages are written into the file as it is, not appended to a file
+// regrown from the limit; once the checkpointer stops, the small limit is
+// back.
+TEST_F(WalCheckpointerTest, ARewindKeepsTheWalFileWhileSpaceIsPlentiful) {
+  Exec("PRAGMA journal_size_limit = 0");
+  WalCheckpointer::Options o;
+  o.background_frames = 50;
+  o.inline_frames = 400;
+  o.spare_bytes = 0;  // never low
+  o.kept_wal_bytes = (2 * o.inline_frames + 10) * kFrameBytes;
+  o.low_wal_bytes = 0;
+  auto c = WalCheckpointer::Start(db_, path_, o);
+  ASSERT_NE(c, nullptr);
+  const int64_t most = InsertMany(4000, c.get());
+  EXPECT_GT(c->counters().inline_, 1u) << "the WAL should have been rewound several times";
+  EXPECT_LE(most, (2 * o.inline_frames + 10) * kFrameBytes);
+  EXPECT_EQ(shrank_, 0) << "a rewind truncated the WAL file";
+  c.reset();
+  InsertMany(2000);  // SQLite's automatic checkpoint, under low_wal_bytes again
+  EXPECT_GT(shrank_, 0) << "the limit for SQLite's own checkpoint was not restored";
+}
+
+// Low on space, a rewind truncates the WAL file to low_wal_bytes: a nearly
+// full disk gets the space back (the fixture's limit is SQLite's default,
+// none, so only the checkpointer can have set it).
+TEST_F(WalCheckpointerTest, LowOnSpaceARewindTruncatesTheWalFile) {
+  WalCheckpointer::Options o;
+  o.background_frames = 100;
+  o.spare_bytes = INT64_MAX;  // every file system is "low"
+  o.kept_wal_bytes = int64_t{1} << 40;
+  o.low_wal_bytes = 0;
+  auto c = WalCheckpointer::Start(db_, path_, o);
+  ASSERT_NE(c, nullptr);
+  InsertMany(3000, c.get());
+  EXPECT_GT(c->counters().inline_, 0u);
+  EXPECT_GT(shrank_, 0) << "no rewind truncated the WAL file";
 }
 
 TEST_F(WalCheckpointerTest, EveryCommitSurvivesAReopenAndTheFileChecksOut) {
