@@ -1459,8 +1459,9 @@ Result<std::unique_ptr<Conn>> OpenDatabase(const SqliteOptions& options, const s
   // G7: a checkpoint truncates the WAL back to this size instead of keeping
   // the high-water mark forever. The store's checkpointer raises it while it
   // runs and space is plentiful (checkpointer.h).
-  MQLITE_RETURN_IF_ERROR(
-      conn->ExecScript("PRAGMA journal_size_limit = 4194304", "journal_size_limit"));
+  const std::string wal_limit = "PRAGMA journal_size_limit = " +
+                                std::to_string(WalCheckpointer::Options{}.low_wal_bytes);
+  MQLITE_RETURN_IF_ERROR(conn->ExecScript(wal_limit.c_str(), "journal_size_limit"));
   MQLITE_RETURN_IF_ERROR(conn->ExecScript("PRAGMA secure_delete = FAST", "secure_delete"));
   const std::string synchronous =
       std::string("PRAGMA synchronous = ") + SynchronousLevel(options.durability);
