@@ -11,8 +11,9 @@
 # (stores/postgres/tests/pg_test_cluster.sh, MQLITE_PG_DURABLE=1) on
 # 127.0.0.1 and stops it afterwards, unless MQLITE_BENCH_PG_URL names a
 # server to use (the bench creates and drops schemas named bench_*).
-# Over an hour on the 2-core test machine (101 workloads, 3 interleaved
-# repetitions; a run on 2026-12-06 was stopped unfinished after 60 minutes).
+# Over an hour on the 2-core test machine (102 workloads, 3 interleaved
+# repetitions; a run on 2026-12-06 was stopped unfinished after 60 minutes);
+# about 27 minutes with --benchmark_repetitions=1 (2026-12-07).
 #
 # Installs what is missing, builds mqlite-bench with the `default` preset,
 # runs every workload on every store (SQLite, LMDB, memory) plus the raw-SQL
@@ -75,9 +76,15 @@ if [[ -n "$(git status --porcelain -- . ':!docs/benchmarks.md' ':!docs/benchmark
 fi
 
 # Three repetitions of everything in random interleaved order; the report
-# takes each median. Later flags in "$@" override these.
+# takes each median. Later flags in "$@" override these; a
+# --benchmark_repetitions=N among them is also what the report's settings
+# table says (the PostgreSQL run takes about 27 minutes with N=1).
+reps=3
+for a in "$@"; do
+  if [[ "$a" =~ ^--benchmark_repetitions=([0-9]+)$ ]]; then reps="${BASH_REMATCH[1]}"; fi
+done
 build/default/bench/mqlite-bench --data-dir=build/bench-data \
-  --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true \
+  --benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true \
   --benchmark_out="$out_json" --benchmark_out_format=json \
-  --benchmark_context=git_commit="$commit",repetitions=3 ${extra[@]+"${extra[@]}"} "$@"
+  --benchmark_context=git_commit="$commit",repetitions="$reps" ${extra[@]+"${extra[@]}"} "$@"
 python3 bench/report.py "$out_json" --out "$out_md" --plots "$plots"
