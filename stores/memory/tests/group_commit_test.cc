@@ -154,10 +154,13 @@ class GroupCommitTest : public ::testing::Test {
     store_->WaitHolding();
     std::vector<Status> out(bodies.size());
     std::vector<std::thread> ts;
+    // One at a time, so the queue holds the bodies in the order given: a
+    // test that expects what a later member sees must not depend on which
+    // thread the scheduler ran first.
     for (size_t i = 0; i < bodies.size(); ++i) {
       ts.emplace_back([&, i] { out[i] = gc.Write(calls[i], bodies[i]); });
+      WaitQueued(gc, i + 1);
     }
-    WaitQueued(gc, bodies.size());
     store_->Release();
     first.join();
     for (auto& t : ts) t.join();
