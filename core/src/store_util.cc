@@ -109,6 +109,17 @@ Result<SettleResult> Settled(StoreTxn& txn, const SettleRequest& req, const Verd
   return SettleResultOf(verdict);
 }
 
+Status SettleTheRest(StoreTxn& txn, const QueueRecord& queue, std::span<const SettleRequest> reqs,
+                     const std::vector<bool>& done, std::vector<Result<SettleResult>>* out) {
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (done[i]) continue;
+    auto res = txn.Settle(queue, reqs[i]);
+    if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
+    (*out)[i] = std::move(res);
+  }
+  return Status::OK();
+}
+
 void ApplyToRow(const Verdict& verdict, RowState* row) {
   switch (verdict.action) {
     case Verdict::Action::kUnlock:

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -172,6 +173,11 @@ SettleResult SettleResultOf(const Verdict& verdict);
 // A Settle's successful end: records req.receipt_key (if set) through
 // txn.PutReceipt, then returns the verdict's result.
 Result<SettleResult> Settled(StoreTxn& txn, const SettleRequest& req, const Verdict& verdict);
+// The rest of a StoreTxn::SettleMany that settled some requests its own way
+// (done[i]): txn.Settle(queue, reqs[i]) into (*out)[i] for every other i, in
+// order. A LockLost lands in *out; any other error is returned.
+Status SettleTheRest(StoreTxn& txn, const QueueRecord& queue, std::span<const SettleRequest> reqs,
+                     const std::vector<bool>& done, std::vector<Result<SettleResult>>* out);
 
 // The row changes a verdict makes, for stores that rewrite a whole row:
 // kUnlock (to `to`, token and lease cleared, visible_at set when scheduled)

@@ -787,13 +787,7 @@ class PgTxn final : public StoreTxn {
       (*out)[fast[k]] = SettleResultOf(deleted);
       done[fast[k]] = true;
     }
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      if (done[i]) continue;
-      auto res = Settle(queue, reqs[i]);
-      if (!res && res.error().code() != StatusCode::kLockLost) return res.error();
-      (*out)[i] = std::move(res);
-    }
-    return Status::OK();
+    return SettleTheRest(*this, queue, reqs, done, out);
   }
 
   // ---- Inspection and DLQ ----

@@ -244,6 +244,18 @@ inline constexpr char kFindReceipt[] =
     "SELECT 1 FROM mqlite_receipts WHERE key = ? AND expires_at > ?";
 inline constexpr char kPutReceipt[] =
     "INSERT OR REPLACE INTO mqlite_receipts (key, expires_at) VALUES (?, ?)";
+// kPutReceipt for `rows` receipts: key and expires_at of each.
+inline const char* PutReceiptsSql(size_t rows) {
+  static const std::array<std::string, 7> texts = ChunkTexts([](size_t n) {
+    std::string sql = "INSERT OR REPLACE INTO mqlite_receipts (key, expires_at) VALUES ";
+    for (size_t r = 0; r < n; ++r) {
+      sql += (r > 0 ? ", (?" : "(?") + std::to_string(2 * r + 1) + ", ?" +
+             std::to_string(2 * r + 2) + ")";
+    }
+    return sql;
+  });
+  return rows <= 1 ? kPutReceipt : ChunkText(texts, rows);
+}
 inline constexpr char kFindAttempt[] =
     "SELECT queue_id, mode, payload, expires_at FROM mqlite_attempts "
     "WHERE attempt_id = ? AND expires_at > ?";
@@ -379,6 +391,7 @@ inline const NamedQuery kAllQueries[] = {
     {"kPutDedup", kPutDedup},
     {"kFindReceipt", kFindReceipt},
     {"kPutReceipt", kPutReceipt},
+    {"kPutReceipts", PutReceiptsSql(kChunkRowsMax)},
     {"kFindAttempt", kFindAttempt},
     {"kPutAttempt", kPutAttempt},
     {"kExpiredDedup", kExpiredDedup},

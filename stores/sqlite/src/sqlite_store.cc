@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -701,6 +702,57 @@ class SqliteTxn final : public StoreTxn {
     MQLITE_ASSIGN_OR_RETURN(Verdict v, DecideSettle(Facts(row), queue.config, req));
     MQLITE_RETURN_IF_ERROR(Apply(queue, *row, v, req.now, /*fresh=*/true));
     return Settled(*this, req, v);
+  }
+
+  // The batch settles (StoreTxn::SettleMany). The Completes of ungrouped
+  // messages — those no claim noted as grouped, whose seq the batch names
+  // once — each take Settle's one-statement delete, and the receipts of those
+  // it deleted are written afterwards a chunk of rows per statement
+  // (queries.h PutReceiptsSql); every other request is answered by Settle in
+  // batch order. Settles of different messages commute and a repeated seq is
+  // left to Settle every time, so every result and the end state are those
+  // of the ordered calls. Measured (callgrind, the bench's drain: Receive 16,
+  // CompleteBatch): CompleteBatch 33.9k instructions a message instead of
+  // 35.5k with a receipt statement each.
+  Status SettleMany(const QueueRecord& queue, std::span<const SettleRequest> reqs,
+                    std::vector<Result<SettleResult>>* out) override {
+    std::vector<int64_t> seqs;
+    seqs.reserve(reqs.size());
+    for (const SettleRequest& r : reqs) seqs.push_back(r.seq);
+    std::sort(seqs.begin(), seqs.end());
+    auto once = [&](int64_t seq) {
+      auto [lo, hi] = std::equal_range(seqs.begin(), seqs.end(), seq);
+      return hi - lo == 1;
+    };
+    out->assign(reqs.size(), Status::LockLost("not settled"));
+    std::vector<bool> done(reqs.size(), false);
+    std::vector<const SettleRequest*> receipts;
+    Verdict deleted;
+    deleted.action = Verdict::Action::kDelete;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const SettleRequest& r = reqs[i];
+      if (r.op != SettleOp::kComplete || !once(r.seq) || st_->grouped_locks.count(r.seq) > 0) {
+        continue;
+      }
+      Query d(c_, kCompleteUngrouped);
+      d.Int(queue.id).Int(r.seq).Token(r.token).Int(r.now);
+      MQLITE_RETURN_IF_ERROR(d.Exec());
+      if (sqlite3_changes(c_->db()) != 1) continue;
+      (*out)[i] = SettleResultOf(deleted);
+      done[i] = true;
+      if (!r.receipt_key.empty()) receipts.push_back(&r);
+    }
+    for (size_t at = 0; at < receipts.size();) {
+      const size_t n = ChunkRows(receipts.size() - at);
+      Query q(c_, PutReceiptsSql(n));
+      for (size_t k = at; k < at + n; ++k) {
+        q.Bytes(receipts[k]->receipt_key).Int(receipts[k]->receipt_expires_at);
+      }
+      MQLITE_RETURN_IF_ERROR(q.Exec());
+      at += n;
+    }
+    st_->receipt_sweep.puts += static_cast<int64_t>(receipts.size());
+    return SettleTheRest(*this, queue, reqs, done, out);
   }
 
   // ---- Inspection and DLQ ----

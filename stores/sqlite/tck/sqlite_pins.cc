@@ -79,6 +79,7 @@ const std::map<std::string, std::vector<std::string>>& SqlitePlanExpectations() 
       {"kPutDedup", {}},
       {"kFindReceipt", {"SEARCH mqlite_receipts USING PRIMARY KEY (key=?)"}},
       {"kPutReceipt", {}},
+      {"kPutReceipts", {"SCAN 64 CONSTANT ROWS"}},
       {"kFindAttempt", {"SEARCH mqlite_attempts USING PRIMARY KEY (attempt_id=?)"}},
       {"kPutAttempt", {}},
       {"kExpiredDedup", {"SEARCH mqlite_dedup USING COVERING INDEX mqlite_dedup_expiry (expires_at<?)"}},
