@@ -343,7 +343,8 @@ Status PgConn::BeginWrite(std::chrono::steady_clock::time_point deadline, std::s
   deadline_ = deadline;
   what_ = std::string(what);
   ended_ = false;
-  Defer("BEGIN READ WRITE", "BEGIN");
+  Defer(kBeginWriteStatement, PgParams());
+  deferred_.back().what = "BEGIN";
   if (deadline == std::chrono::steady_clock::time_point::max()) return Status::OK();
   const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
                            deadline - std::chrono::steady_clock::now())
@@ -353,7 +354,8 @@ Status PgConn::BeginWrite(std::chrono::steady_clock::time_point deadline, std::s
     return Status::Cancelled(what_ +
                              ": the deadline passed before the transaction began; nothing was done");
   }
-  Defer("SET LOCAL lock_timeout = " + std::to_string(left), "SET LOCAL lock_timeout");
+  Defer(kLockTimeoutStatement, PgParams().Text(std::to_string(left)));
+  deferred_.back().what = "lock_timeout";
   return Status::OK();
 }
 
@@ -383,7 +385,7 @@ Status PgConn::CommitPipeline(size_t keep, PgResult* kept) {
   for (std::string& sql : before_commit_) Defer(std::move(sql), "before COMMIT");
   before_commit_.clear();
   Command commit;
-  commit.sql = "COMMIT";
+  commit.st = kCommitStatement;
   commit.what = "COMMIT";
   MQLITE_ASSIGN_OR_RETURN(PgResult last, Pipeline(&commit, /*committing=*/true, keep, kept));
   if (last.get() == nullptr) return Fail(nullptr, "COMMIT", /*committing=*/true);

@@ -3,9 +3,10 @@
 //
 //   1. A connection from the pool; the wait gives up with Cancelled on the
 //      call's deadline or stop token, having done nothing.
-//   2. A write: BEGIN READ WRITE and, when the call has a deadline,
-//      SET LOCAL lock_timeout to the time left (one round trip), so a lock
-//      wait ends as Cancelled instead of outliving the caller. A read runs
+//   2. A write: BEGIN READ WRITE and, when the call has a deadline, the
+//      transaction's lock_timeout set to the time left (with the first
+//      statement), so a lock wait ends as Cancelled instead of outliving
+//      the caller. A read runs
 //      its statements in autocommit, each in a snapshot of its own — what
 //      READ COMMITTED gives inside a transaction too — saving the BEGIN and
 //      COMMIT round trips; the pool's sessions default to read-only

@@ -388,7 +388,7 @@ TEST_F(PgProxyTest, Spec10_ACutBeforeCommitFailsATxWithNothingCommitted) {
 // behind it, so the second transaction is exactly their group.
 TEST_F(PgProxyTest, Spec10_ACutAfterCommitIsOutcomeUnknownForEveryMemberAndNothingRuns) {
   Engine& e = OpenThroughProxy();
-  proxy_->Arm("COMMIT", 2, FaultProxy::Cut::kAfter, /*hold=*/true);
+  proxy_->Arm(kCommitStatement.name, 2, FaultProxy::Cut::kAfter, /*hold=*/true);
   const auto [first, group] = LeaderThenGroupOfThree(e);
   MQ_EXPECT_OK(first);
   ASSERT_EQ(group.size(), 3u);
@@ -402,7 +402,7 @@ TEST_F(PgProxyTest, Spec10_ACutAfterCommitIsOutcomeUnknownForEveryMemberAndNothi
 // why OutcomeUnknown means "reconcile", never "retry blindly".
 TEST_F(PgProxyTest, Spec10_ACommitThatNeverArrivesIsOutcomeUnknownAndCommitsNothing) {
   Engine& e = OpenThroughProxy();
-  proxy_->Arm("COMMIT", 1, FaultProxy::Cut::kBefore);
+  proxy_->Arm(kCommitStatement.name, 1, FaultProxy::Cut::kBefore);
   MQ_EXPECT_CODE(e.Send("q", {.body = "lost"}).status(), kOutcomeUnknown);
   EXPECT_TRUE(proxy_->fired());
   EXPECT_EQ(Messages(), 0);
