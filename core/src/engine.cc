@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -33,6 +34,31 @@ thread_local const Engine::Impl* tl_tx_engine = nullptr;
 
 namespace {
 std::string Seq(int64_t seq) { return internal::SeqLabel(seq); }
+
+// Ends a woken waiter's claim round (Engine::Impl::ClaimRound) however the
+// claim ended: records the wake-up counters it began with and whether it
+// drained the queue (false unless set: a failed claim proves nothing), and
+// wakes the waiters queued behind it.
+struct ClaimRoundEnd {
+  ClaimRoundEnd(Engine::Impl* impl, int64_t queue_id, uint64_t gen, uint64_t feed)
+      : impl(impl), queue_id(queue_id), gen(gen), feed(feed) {}
+  ClaimRoundEnd(const ClaimRoundEnd&) = delete;
+  ClaimRoundEnd& operator=(const ClaimRoundEnd&) = delete;
+  ~ClaimRoundEnd() {
+    std::lock_guard<std::mutex> l(impl->mu);
+    Engine::Impl::ClaimRound& r = impl->claim_rounds[queue_id];
+    r.running = false;
+    r.finished = true;
+    r.drained = drained;
+    r.gen = gen;
+    r.feed = feed;
+    impl->cv.notify_all();
+  }
+  Engine::Impl* const impl;
+  const int64_t queue_id;
+  const uint64_t gen, feed;
+  bool drained = false;
+};
 }  // namespace
 
 // ---- Operations shared by the engine's methods and TxContext ----------------------------
@@ -450,50 +476,85 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
   // latency path; background maintenance does the bulk (spec.md §6).
   const int64_t step = std::max<int64_t>(16, options.max_messages);
   int64_t queue_id = 0;
+  bool woken = false;                      // this claim follows a wait
+  uint64_t woken_gen = 0, woken_feed = 0;  // the wake-up counters when it ended
   for (;;) {
-    const uint64_t gen = impl_->WakeGen();
-    const uint64_t feed_seq = impl_->FeedSeq();
+    uint64_t gen = impl_->WakeGen();
+    uint64_t feed_seq = impl_->FeedSeq();
+    // After a wake-up, one claim per queue at a time (Impl::ClaimRound):
+    // wait for a woken neighbour's claim, then claim only if it did not
+    // already show that nothing came since the wake-up.
+    bool skip = false;
+    std::optional<ClaimRoundEnd> round;
+    if (woken && !options.attempt_id) {
+      std::unique_lock<std::mutex> l(impl_->mu);
+      Impl::ClaimRound& r = impl_->claim_rounds[queue_id];
+      impl_->cv.wait_until(l, call.stop_token, std::min(wait_end, call.deadline),
+                           [&] { return impl_->closed.load() || !r.running; });
+      if (impl_->closed.load()) {
+        return Status::Closed(QueueLabel(queue) + ": engine closed during Receive");
+      }
+      if (r.running) {  // the wait, the deadline or the stop token ended first
+        l.unlock();
+        MQLITE_RETURN_IF_ERROR(CheckCancelled(call, "Receive"));
+        return std::vector<Message>{};
+      }
+      if (r.finished && r.drained && r.gen >= woken_gen && r.feed >= woken_feed) {
+        skip = true;  // wait again for what came after that claim began
+        gen = r.gen;
+        feed_seq = r.feed;
+      } else {
+        r.running = true;
+        gen = impl_->wake_gen.load();
+        feed_seq = impl_->feed_seq;
+        round.emplace(impl_.get(), queue_id, gen, feed_seq);
+      }
+    }
     std::vector<Message> got;
     bool replayed = false;
-    MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
-      MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
-      queue_id = q.id;
-      const int64_t now = impl_->Now();
-      if (options.attempt_id) {  // SPEC §7.3
-        MQLITE_ASSIGN_OR_RETURN(std::optional<AttemptRecord> rec,
-                                txn.FindAttempt(*options.attempt_id, now));
-        if (rec) {
-          if (rec->queue_id != q.id || rec->mode != options.mode) {
-            return Status::InvalidArgument(
-                QueueLabel(queue) + ": attempt_id '" + *options.attempt_id +
-                "' was used earlier with another queue or receive mode");
+    if (!skip) {
+      MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
+        MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
+        queue_id = q.id;
+        const int64_t now = impl_->Now();
+        if (options.attempt_id) {  // SPEC §7.3
+          MQLITE_ASSIGN_OR_RETURN(std::optional<AttemptRecord> rec,
+                                  txn.FindAttempt(*options.attempt_id, now));
+          if (rec) {
+            if (rec->queue_id != q.id || rec->mode != options.mode) {
+              return Status::InvalidArgument(
+                  QueueLabel(queue) + ": attempt_id '" + *options.attempt_id +
+                  "' was used earlier with another queue or receive mode");
+            }
+            MQLITE_ASSIGN_OR_RETURN(got, internal::DecodeMessages(rec->payload));
+            replayed = true;
+            return Status::OK();
           }
-          MQLITE_ASSIGN_OR_RETURN(got, internal::DecodeMessages(rec->payload));
-          replayed = true;
-          return Status::OK();
         }
-      }
-      // Apply this queue's time-driven transitions first, so a Receive sees
-      // what maintenance would have made eligible at `now`.
-      MQLITE_RETURN_IF_ERROR(txn.PrepareClaim(q, now, step));
-      ClaimRequest req;
-      req.now = now;
-      req.max_messages = options.max_messages;
-      req.mode = options.mode;
-      req.locked_until = now + q.config.lock_duration_ms;
-      req.tokens = tokens;
-      // Without an attempt record to write, the claim is the body's last
-      // write: the store may commit with it.
-      if (!options.attempt_id && internal::GroupCommit::RunsAlone()) txn.FinalCallFollows();
-      MQLITE_ASSIGN_OR_RETURN(got, txn.Claim(q, req));
-      if (options.attempt_id && !got.empty()) {
-        AttemptRecord rec{q.id, options.mode, internal::EncodeMessages(got),
-                          now + impl_->options.attempt_retention_ms};
-        MQLITE_RETURN_IF_ERROR(txn.PutAttempt(*options.attempt_id, rec));
-      }
-      return Status::OK();
-    }));
-    if (!got.empty() || replayed || options.wait_ms == 0) return got;
+        // Apply this queue's time-driven transitions first, so a Receive sees
+        // what maintenance would have made eligible at `now`.
+        MQLITE_RETURN_IF_ERROR(txn.PrepareClaim(q, now, step));
+        ClaimRequest req;
+        req.now = now;
+        req.max_messages = options.max_messages;
+        req.mode = options.mode;
+        req.locked_until = now + q.config.lock_duration_ms;
+        req.tokens = tokens;
+        // Without an attempt record to write, the claim is the body's last
+        // write: the store may commit with it.
+        if (!options.attempt_id && internal::GroupCommit::RunsAlone()) txn.FinalCallFollows();
+        MQLITE_ASSIGN_OR_RETURN(got, txn.Claim(q, req));
+        if (options.attempt_id && !got.empty()) {
+          AttemptRecord rec{q.id, options.mode, internal::EncodeMessages(got),
+                            now + impl_->options.attempt_retention_ms};
+          MQLITE_RETURN_IF_ERROR(txn.PutAttempt(*options.attempt_id, rec));
+        }
+        return Status::OK();
+      }));
+      if (round) round->drained = !replayed && got.size() < static_cast<size_t>(options.max_messages);
+      round.reset();
+      if (!got.empty() || replayed || options.wait_ms == 0) return got;
+    }
     std::unique_lock<std::mutex> l(impl_->mu);
     if (SteadyClock::now() >= wait_end) return got;
     impl_->waiters.fetch_add(1);
@@ -506,6 +567,9 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
     if (impl_->closed.load()) {
       return Status::Closed(QueueLabel(queue) + ": engine closed during Receive");
     }
+    woken = true;
+    woken_gen = impl_->wake_gen.load();
+    woken_feed = impl_->feed_seq;
     l.unlock();
     MQLITE_RETURN_IF_ERROR(CheckCancelled(call, "Receive"));
   }

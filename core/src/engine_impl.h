@@ -75,6 +75,20 @@ struct Engine::Impl {
   // per queue id, the value it had at that queue's latest change.
   uint64_t feed_seq = 0;
   std::unordered_map<int64_t, uint64_t> queue_changed_at;
+  // Long-poll claims after a wake-up (Engine::Receive), per queue id: one
+  // runs at a time, and a woken waiter whose wake-up a finished one already
+  // covered — it began after that wake-up and took fewer messages than it
+  // asked for, so the queue had no more — waits again instead of claiming.
+  // A message sent to a queue with N waiters then costs one claim, not N.
+  // Guarded by mu.
+  struct ClaimRound {
+    bool running = false;   // a woken waiter's claim is under way
+    bool finished = false;  // one has finished; then:
+    bool drained = false;   //   it took fewer than it asked for
+    uint64_t gen = 0;       //   wake_gen and feed_seq when it began
+    uint64_t feed = 0;
+  };
+  std::unordered_map<int64_t, ClaimRound> claim_rounds;
 
   // Ends one in-flight call; the last one out after Close wakes it.
   void Leave() {
