@@ -249,16 +249,21 @@ Result<std::vector<PgResult>> PgConn::ExecMany(const Statement& st,
 }
 
 Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, PgResult* kept,
-                                  std::vector<PgResult>* own) {
+                                  std::vector<PgResult>* own, std::vector<Command>* after) {
   std::vector<Command> commands = std::move(deferred_);
   deferred_.clear();
   if (last != nullptr) commands.push_back(std::move(*last));
+  const size_t last_index = commands.size() - 1;
+  if (after != nullptr) {
+    for (Command& c : *after) commands.push_back(std::move(c));
+  }
   // What each result the server sends back is for: a PREPARE (named) or a
-  // command (its index).
+  // command (its index); best effort: one of `after`'s.
   struct Expect {
     const char* prepared = nullptr;
     size_t command = 0;
     std::string what;
+    bool best_effort = false;
   };
   std::vector<Expect> expects;
   std::set<std::string, std::less<>> preparing;
@@ -278,9 +283,8 @@ Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, P
       sent_all = false;
       break;
     }
-    expects.push_back({nullptr, i, c.what});
+    expects.push_back({nullptr, i, c.what, i > last_index});
   }
-  const size_t last_index = commands.size() - 1;
   if (!sent_all || PQpipelineSync(conn_) == 0) {
     // Nothing could be sent (the connection is gone): nothing ran.
     (void)PQexitPipelineMode(conn_);
@@ -297,14 +301,14 @@ Result<PgResult> PgConn::Pipeline(Command* last, bool committing, size_t keep, P
   for (const Expect& e : expects) {
     PGresult* raw = PQgetResult(conn_);
     if (raw == nullptr) {  // the connection went
-      if (failed.ok()) failed = Fail(nullptr, e.what, committing);
+      if (failed.ok() && !e.best_effort) failed = Fail(nullptr, e.what, committing);
       lost = true;
       break;
     }
     PgResult r(raw);
     while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
     const ExecStatusType st = PQresultStatus(r.get());
-    if (st == PGRES_PIPELINE_ABORTED) continue;
+    if (st == PGRES_PIPELINE_ABORTED || e.best_effort) continue;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
       if (failed.ok()) {
         // A deferred command's (one before `last` and not the caller's own,
@@ -382,12 +386,19 @@ Status PgConn::CommitPipeline(size_t keep, PgResult* kept) {
     DropPending();
     return spoiled;
   }
-  for (std::string& sql : before_commit_) Defer(std::move(sql), "before COMMIT");
-  before_commit_.clear();
+  std::vector<Command> after;
+  for (std::string& sql : after_commit_) {
+    Command c;
+    c.sql = std::move(sql);
+    c.what = "after COMMIT";
+    after.push_back(std::move(c));
+  }
+  after_commit_.clear();
   Command commit;
   commit.st = kCommitStatement;
   commit.what = "COMMIT";
-  MQLITE_ASSIGN_OR_RETURN(PgResult last, Pipeline(&commit, /*committing=*/true, keep, kept));
+  MQLITE_ASSIGN_OR_RETURN(PgResult last,
+                          Pipeline(&commit, /*committing=*/true, keep, kept, nullptr, &after));
   if (last.get() == nullptr) return Fail(nullptr, "COMMIT", /*committing=*/true);
   if (last.tag() != "COMMIT") {
     // The transaction had failed earlier (an error the caller did not see,

@@ -196,7 +196,7 @@ class PgConn {
   Status Rebegin() { return BeginWrite(deadline_, what_); }
 
   // Runs a prepared statement and COMMITs in the same round trip: what is
-  // deferred, the statement, the BeforeCommit statements and COMMIT, as
+  // deferred, the statement, COMMIT and the AfterCommit statements, as
   // Commit() does. Returns the statement's result once COMMIT's tag is
   // checked. If the statement fails (its error, classified as any
   // statement's), COMMIT did not run and nothing committed; a connection
@@ -210,10 +210,15 @@ class PgConn {
   bool ended() const { return ended_; }
 
   // Statements (no parameters) sent in the same round trip as the COMMIT,
-  // ahead of it: if one fails, the COMMIT does not run and nothing commits.
-  // Dropped by Rollback and after Commit.
-  void BeforeCommit(std::string sql) { before_commit_.push_back(std::move(sql)); }
-  // What is deferred, the BeforeCommit statements and COMMIT, in one round
+  // right after it, each in a transaction of its own (for a NOTIFY: one
+  // inside the committing transaction would hold PostgreSQL's database-wide
+  // notification lock through that commit's WAL flush, so notifying commits
+  // could never share a flush). Best effort: they run only if COMMIT did not
+  // fail, and their own failure, or the connection lost after COMMIT's
+  // answer came, leaves the outcome COMMIT reported. Dropped by Rollback and
+  // after Commit.
+  void AfterCommit(std::string sql) { after_commit_.push_back(std::move(sql)); }
+  // What is deferred, COMMIT and the AfterCommit statements, in one round
   // trip; then checks COMMIT's tag: a transaction that had failed answers
   // "ROLLBACK" without an error, which is Internal here (nothing committed,
   // Failure kOther). A connection lost during the COMMIT is OutcomeUnknown.
@@ -250,7 +255,7 @@ class PgConn {
   void DropPending() {
     spoiled_ = Status::OK();
     deferred_.clear();
-    before_commit_.clear();
+    after_commit_.clear();
   }
   // One command of a pipeline: a prepared or unprepared statement (`st`)
   // with its parameters, or, when `sql` is set, that parameterless text.
@@ -261,17 +266,20 @@ class PgConn {
     std::vector<int> formats;
     std::string what;
   };
-  // Sends deferred_ then `last` (if any) in one pipeline and reads every
-  // result. The first failure decides (committing: `last` is the COMMIT, see
-  // Commit); otherwise returns `last`'s result (or an empty one), and moves
-  // the result of deferred command `keep` (if not npos) to *kept. With
-  // `own`, the commands from `keep` on are the caller's (ExecMany: a failure
-  // there is the call's, not a deferred statement's) and every result from
-  // `keep` on, `last`'s included, is appended to *own instead.
+  // Sends deferred_ then `last` (if any) then `after` (if any) in one
+  // pipeline and reads every result. The first failure among deferred_ and
+  // `last` decides (committing: `last` is the COMMIT, see Commit); `after`'s
+  // are best effort (AfterCommit). Otherwise returns `last`'s result (or an
+  // empty one), and moves the result of deferred command `keep` (if not
+  // npos) to *kept. With `own`, the commands from `keep` on are the caller's
+  // (ExecMany: a failure there is the call's, not a deferred statement's)
+  // and every result from `keep` on, `last`'s included, is appended to *own
+  // instead.
   Result<PgResult> Pipeline(Command* last, bool committing = false, size_t keep = SIZE_MAX,
-                            PgResult* kept = nullptr, std::vector<PgResult>* own = nullptr);
+                            PgResult* kept = nullptr, std::vector<PgResult>* own = nullptr,
+                            std::vector<Command>* after = nullptr);
   // Commit() and ExecAndCommit: deferred_ (command `keep` of it kept in
-  // *kept), the BeforeCommit statements and COMMIT, its tag checked.
+  // *kept), COMMIT, its tag checked, and the AfterCommit statements.
   Status CommitPipeline(size_t keep, PgResult* kept);
 
   bool SendCommand(const Command& c);
@@ -282,7 +290,7 @@ class PgConn {
   PgError last_;
   Failure attempt_failure_ = Failure::kNone;
   std::vector<Command> deferred_;
-  std::vector<std::string> before_commit_;
+  std::vector<std::string> after_commit_;
   uint64_t sent_ = 0;
   Status spoiled_;  // a deferred statement's failure: Commit returns it
   bool ended_ = false;

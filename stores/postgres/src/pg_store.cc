@@ -249,16 +249,14 @@ class QueueCache {
 // every listening backend, which runs a transaction to read it, and each
 // engine's listening thread wakes (measured: with one notification per send
 // the server and client used about twice the CPU per send). A waiting engine
-// needs one wake-up per burst. So no commit carries a queue's notification:
-// this object's thread sends it on a session of its own, at once if it sent
-// none for that queue within the window, else at the window's end — always
-// after the commit returned, so a waiter that claimed too early on the
-// previous wake-up is woken again. Every change is thus announced within
-// about a window of its commit. Not in the commit because PostgreSQL
-// serialises every committing transaction that notifies on one database-wide
-// lock held through its WAL flush: with 8 engines at synchronous_commit=on,
-// shared_e2e/8 went from 1.15k/0.61k/1.50k to 1.76k/1.89k/2.00k items/s
-// (alternating runs) when the commits stopped carrying them. A notification the
+// needs one wake-up per burst. So a commit's round trip carries a queue's
+// notification (PgConn::AfterCommit: right after the COMMIT, outside the
+// transaction) only if this store sent none for that queue within the
+// window; a queue a commit touched without notifying is notified by this
+// object's thread at
+// the window's end — always after that commit returned, so a waiter that
+// claimed too early on the previous wake-up is woken again. Every change is
+// thus announced within about a window of its commit. A notification the
 // thread cannot send is retried; if the server stays unreachable, waiters
 // fall back to their poll interval, as with notifications lost to a
 // listener's reconnect.
@@ -280,9 +278,27 @@ class NotifyCoalescer {
     if (!ids.empty()) (void)Send(ids);
   }
 
-  // After a transaction that touched the queues `later` committed (or may
-  // have): each is notified by this object's thread at once if none was
-  // within the window, else at the window's end.
+  // For a transaction about to commit that touched `ids`: those whose
+  // notification its COMMIT carries (none sent within the window; now
+  // noted as sent); the others are appended to *later.
+  std::vector<int64_t> Take(const std::vector<int64_t>& ids, std::vector<int64_t>* later) {
+    std::vector<int64_t> now_ids;
+    std::lock_guard<std::mutex> l(mu_);
+    const auto now = Clock::now();
+    for (int64_t id : ids) {
+      auto [it, fresh] = last_.try_emplace(id, now);
+      if (fresh || now - it->second >= window_) {
+        it->second = now;
+        now_ids.push_back(id);
+      } else {
+        later->push_back(id);
+      }
+    }
+    return now_ids;
+  }
+
+  // After that transaction committed (or may have): `later` are notified
+  // by the end of their window.
   void Later(const std::vector<int64_t>& later) {
     bool sooner = false;  // the thread must wake before it planned to
     {
@@ -389,20 +405,20 @@ class PgTxn final : public StoreTxn {
         channel_(std::move(channel)),
         coalescer_(coalescer) {}
 
-  // The notification this transaction's COMMIT carries (at most one per
-  // transaction; channel and payload are [a-z0-9_,*] only, so no quoting):
-  // the queues it woke, and "*" telling the other engines' listeners that
-  // queue records changed (QueueCache; never delayed). With a coalescer, a
-  // transaction that changed no queue record carries none: its queues go to
-  // later(), for the coalescer's thread. "" when there is nothing to say.
+  // The notification sent right after this transaction's COMMIT, in its
+  // round trip (PgConn::AfterCommit; at most one per transaction; channel
+  // and payload are [a-z0-9_,*] only, so no quoting):
+  // the queues it woke that the coalescer lets it announce now (the others
+  // go to later()), and "*" telling the other engines' listeners that queue
+  // records changed (QueueCache; never delayed). "" when there is nothing to
+  // say.
   std::string Notification() {
     if (channel_.empty() || woke_.empty()) return "";
-    if (coalescer_ != nullptr && !queues_changed_) {  // the coalescer's thread sends it
-      later_ = woke_;
-      return "";
-    }
+    std::vector<int64_t> now = woke_;
+    if (coalescer_ != nullptr && !queues_changed_) now = coalescer_->Take(woke_, &later_);
+    if (now.empty()) return "";
     std::string ids;
-    for (int64_t id : woke_) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    for (int64_t id : now) ids += (ids.empty() ? "" : ",") + std::to_string(id);
     if (queues_changed_) ids += ",*";
     return "SELECT pg_notify('" + channel_ + "', '" + ids + "')";
   }
@@ -1093,7 +1109,7 @@ class PgTxn final : public StoreTxn {
       MQLITE_RETURN_IF_ERROR(RunPrep(pending));
     }
     if (commit) {
-      if (std::string n = Notification(); !n.empty()) c_.BeforeCommit(std::move(n));
+      if (std::string n = Notification(); !n.empty()) c_.AfterCommit(std::move(n));
     }
     MQLITE_ASSIGN_OR_RETURN(PgResult r, commit ? c_.ExecAndCommit(q_[q], p) : c_.Exec(q_[q], p));
     const std::string_view tag = r.tag();
@@ -1547,7 +1563,7 @@ class PgStore final : public Store {
           touched = txn.woke();
           // Sent with the COMMIT; a final call that committed sent it already.
           if (!conn.ended()) {
-            if (std::string n = txn.Notification(); !n.empty()) conn.BeforeCommit(std::move(n));
+            if (std::string n = txn.Notification(); !n.empty()) conn.AfterCommit(std::move(n));
           }
           return Status::OK();
         });

@@ -282,7 +282,7 @@ TEST_F(PgTest, Spec10_ASessionKilledBeforeCommitWasSentIsLostBeforeNotUnknown) {
   MQ_ASSERT_OK_AND_ASSIGN(PgPool::Lease l, pool->Acquire({}, "victim"));
   MQ_ASSERT_OK(l->Simple("BEGIN", "begin"));
   MQ_ASSERT_OK(l->Simple("INSERT INTO " + table_ + " VALUES (30, 'lost')", "insert"));
-  l->BeforeCommit("SELECT pg_notify('mqlite_test', '1')");
+  l->AfterCommit("SELECT pg_notify('mqlite_test', '1')");
   MQ_ASSERT_OK(admin_->Simple("SELECT pg_terminate_backend(" +
                                   std::to_string(PQbackendPID(l->raw())) + ")",
                               "terminate"));
@@ -292,20 +292,31 @@ TEST_F(PgTest, Spec10_ASessionKilledBeforeCommitWasSentIsLostBeforeNotUnknown) {
   EXPECT_EQ(CountRows(), 2) << "nothing committed";
 }
 
-// A statement sent with the COMMIT that fails makes the COMMIT a ROLLBACK:
-// nothing commits, and the failure is the statement's own.
-TEST_F(PgTest, AFailingStatementSentWithCommitCommitsNothing) {
+// Statements sent after the COMMIT (PgConn::AfterCommit: the store's
+// NOTIFY) go out in the same round trip and run after it, outside the
+// transaction: one that runs is seen by the session afterwards, and one that
+// fails cannot undo the commit or fail the call, and leaves the session
+// usable.
+TEST_F(PgTest, StatementsAfterCommitRunOutsideItAndCannotUndoIt) {
   MQ_ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgPool> pool, PgPool::Create(PoolOptions(1)));
   MQ_ASSERT_OK_AND_ASSIGN(PgPool::Lease l, pool->Acquire({}, "t"));
   MQ_ASSERT_OK(l->Simple("BEGIN", "begin"));
-  MQ_ASSERT_OK(l->Simple("INSERT INTO " + table_ + " VALUES (31, 'lost')", "insert"));
-  l->BeforeCommit("SELECT 1/0");
-  const Status s = l->Commit();
-  MQ_EXPECT_CODE(s, kInternal);
-  EXPECT_EQ(l->last_error().failure, Failure::kOther) << s.ToString();
-  EXPECT_NE(std::string(s.message()).find("22012"), std::string::npos) << s.ToString();
-  l->Rollback();
-  EXPECT_EQ(CountRows(), 2) << "nothing committed";
+  MQ_ASSERT_OK(l->Simple("INSERT INTO " + table_ + " VALUES (31, 'kept')", "insert"));
+  l->AfterCommit("SELECT set_config('application_name', 'after_commit_ran', false)");
+  const uint64_t sent = l->sent();
+  MQ_ASSERT_OK(l->Commit());
+  EXPECT_EQ(l->sent() - sent, 2u) << "COMMIT and the statement after it";
+  EXPECT_EQ(CountRows(), 3);
+  MQ_ASSERT_OK_AND_ASSIGN(PgResult name, l->Query("SHOW application_name", "show"));
+  EXPECT_EQ(std::string(PQgetvalue(name.get(), 0, 0)), "after_commit_ran");
+
+  MQ_ASSERT_OK(l->Simple("BEGIN", "begin"));
+  MQ_ASSERT_OK(l->Simple("INSERT INTO " + table_ + " VALUES (32, 'kept too')", "insert"));
+  l->AfterCommit("SELECT 1/0");
+  MQ_EXPECT_OK(l->Commit());
+  EXPECT_EQ(CountRows(), 4) << "a failure after COMMIT undoes nothing";
+  EXPECT_EQ(l->txn_status(), PQTRANS_IDLE);
+  MQ_EXPECT_OK(l->Simple("SELECT 1", "the session is still usable"));
 }
 
 // A lease given back inside a transaction is rolled back before reuse: the

@@ -362,8 +362,8 @@ TEST_F(PgStoreTest, Spec2_AnotherEnginesUpdateQueueReachesCachedOperations) {
 }
 
 // Coalesced wake-ups (PostgresOptions::notify_coalesce_ms): a send made
-// within the window of the queue's last notification is not announced at
-// once, and the notification sent at the window's end still wakes another
+// within the window of the queue's last notification carries none with its
+// COMMIT, and the notification sent at the window's end still wakes another
 // engine's long-poll that began waiting after the first wake-up. The window
 // is the largest allowed and the second send comes well inside it; the
 // waiter's poll interval is a day, so only that late notification can wake
@@ -382,7 +382,7 @@ TEST_F(PgStoreTest, Spec9_ASendInsideTheCoalescingWindowStillWakesAnotherEngine)
   ReceiveOptions wait;
   wait.wait_ms = 20'000;
   wait.mode = ReceiveMode::kReceiveAndDelete;
-  // The first send is announced right after its commit; the waiter finds it.
+  // The first send notifies with its COMMIT; the waiter finds it.
   const auto first = sender->Send("q", {.body = "first"});
   ASSERT_TRUE(first.has_value()) << first.status().ToString();
   auto got = waiter->Receive("q", wait);

@@ -34,12 +34,11 @@ struct PostgresOptions {
   // (docs/postgres-store.md, "Round trips").
   int64_t queue_cache_ms = 1000;
   // Wake-ups per queue coalesced over this window (0–1,000 ms; 0: every
-  // transaction that may have made a message claimable notifies with its
-  // COMMIT). Within a window a queue's first change is announced right after
-  // its commit and the rest by one notification at the window's end, both
-  // from a session of the store's own, so another engine's long-poll wakes
-  // within about this long of any change (docs/postgres-store.md, "Change
-  // feed").
+  // transaction that may have made a message claimable notifies). Within a
+  // window a queue's first change is announced with its COMMIT and the rest
+  // by one notification at the window's end, so another engine's long-poll
+  // wakes within about this long of any change (docs/postgres-store.md,
+  // "Change feed").
   int64_t notify_coalesce_ms = 10;
 };
 
