@@ -48,7 +48,6 @@ struct ClaimRoundEnd {
     std::lock_guard<std::mutex> l(impl->mu);
     Engine::Impl::ClaimRound& r = impl->claim_rounds[queue_id];
     r.running = false;
-    r.finished = true;
     r.drained = drained;
     r.gen = gen;
     r.feed = feed;
@@ -479,14 +478,18 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
   bool woken = false;                      // this claim follows a wait
   uint64_t woken_gen = 0, woken_feed = 0;  // the wake-up counters when it ended
   for (;;) {
-    uint64_t gen = impl_->WakeGen();
-    uint64_t feed_seq = impl_->FeedSeq();
+    // The wake-up counters this claim began at (a wait after it ends on any
+    // change since).
+    uint64_t gen = 0, feed_seq = 0;
     // After a wake-up, one claim per queue at a time (Impl::ClaimRound):
     // wait for a woken neighbour's claim, then claim only if it did not
     // already show that nothing came since the wake-up.
     bool skip = false;
     std::optional<ClaimRoundEnd> round;
-    if (woken && !options.attempt_id) {
+    if (!woken || options.attempt_id) {
+      gen = impl_->WakeGen();
+      feed_seq = impl_->FeedSeq();
+    } else {
       std::unique_lock<std::mutex> l(impl_->mu);
       Impl::ClaimRound& r = impl_->claim_rounds[queue_id];
       impl_->cv.wait_until(l, call.stop_token, std::min(wait_end, call.deadline),
@@ -499,7 +502,7 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
         MQLITE_RETURN_IF_ERROR(CheckCancelled(call, "Receive"));
         return std::vector<Message>{};
       }
-      if (r.finished && r.drained && r.gen >= woken_gen && r.feed >= woken_feed) {
+      if (r.drained && r.gen >= woken_gen && r.feed >= woken_feed) {
         skip = true;  // wait again for what came after that claim began
         gen = r.gen;
         feed_seq = r.feed;

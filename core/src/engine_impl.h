@@ -82,10 +82,11 @@ struct Engine::Impl {
   // A message sent to a queue with N waiters then costs one claim, not N.
   // Guarded by mu.
   struct ClaimRound {
-    bool running = false;   // a woken waiter's claim is under way
-    bool finished = false;  // one has finished; then:
-    bool drained = false;   //   it took fewer than it asked for
-    uint64_t gen = 0;       //   wake_gen and feed_seq when it began
+    bool running = false;  // a woken waiter's claim is under way
+    // The last finished one: whether it took fewer than it asked for (false
+    // until one has finished), and wake_gen and feed_seq when it began.
+    bool drained = false;
+    uint64_t gen = 0;
     uint64_t feed = 0;
   };
   std::unordered_map<int64_t, ClaimRound> claim_rounds;

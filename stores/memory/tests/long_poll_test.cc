@@ -16,6 +16,7 @@
 #include "mqlite/engine.h"
 #include "mqlite/memory.h"
 #include "mqlite/store.h"
+#include "suite_util.h"
 
 namespace mqlite {
 namespace {
@@ -47,14 +48,7 @@ class ClaimCounter : public StoreWrapper {
   }
 };
 
-bool SpinUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+using tck::suite::SpinUntil;
 
 class LongPollTest : public ::testing::TestWithParam<bool> {
  protected:
@@ -100,6 +94,7 @@ TEST_P(LongPollTest, Spec9_ASendToManyWaitersCostsOneClaimAndReachesOne) {
       ro.max_messages = 16;
       ro.wait_ms = 20'000;
       auto r = engine_->Receive("q", ro);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
       std::lock_guard<std::mutex> l(mu);
       got.push_back(r.ok() ? *r : std::vector<Message>{});
       ++done;

@@ -177,12 +177,12 @@ void PgConn::Defer(std::string sql, std::string_view what) {
   deferred_.push_back(std::move(c));
 }
 
-void PgConn::Defer(const Statement& st, const PgParams& params) {
+void PgConn::Defer(const Statement& st, const PgParams& params, std::string_view what) {
   Command c;
   c.st = st;
   c.values = params.values_;
   c.formats = params.formats_;
-  c.what = st.name;
+  c.what = what.empty() ? std::string(st.name) : std::string(what);
   deferred_.push_back(std::move(c));
 }
 
@@ -347,8 +347,7 @@ Status PgConn::BeginWrite(std::chrono::steady_clock::time_point deadline, std::s
   deadline_ = deadline;
   what_ = std::string(what);
   ended_ = false;
-  Defer(kBeginWriteStatement, PgParams());
-  deferred_.back().what = "BEGIN";
+  Defer(kBeginWriteStatement, PgParams(), "BEGIN");
   if (deadline == std::chrono::steady_clock::time_point::max()) return Status::OK();
   const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
                            deadline - std::chrono::steady_clock::now())
@@ -358,8 +357,7 @@ Status PgConn::BeginWrite(std::chrono::steady_clock::time_point deadline, std::s
     return Status::Cancelled(what_ +
                              ": the deadline passed before the transaction began; nothing was done");
   }
-  Defer(kLockTimeoutStatement, PgParams().Text(std::to_string(left)));
-  deferred_.back().what = "lock_timeout";
+  Defer(kLockTimeoutStatement, PgParams().Text(std::to_string(left)), "lock_timeout");
   return Status::OK();
 }
 
@@ -386,13 +384,7 @@ Status PgConn::CommitPipeline(size_t keep, PgResult* kept) {
     DropPending();
     return spoiled;
   }
-  std::vector<Command> after;
-  for (std::string& sql : after_commit_) {
-    Command c;
-    c.sql = std::move(sql);
-    c.what = "after COMMIT";
-    after.push_back(std::move(c));
-  }
+  std::vector<Command> after = std::move(after_commit_);
   after_commit_.clear();
   Command commit;
   commit.st = kCommitStatement;

@@ -171,7 +171,8 @@ class PgConn {
   // since a call that deferred it already returned OK, the transaction is
   // spoiled: Commit refuses it (no savepoint rollback can mend that).
   void Defer(std::string sql, std::string_view what);
-  void Defer(const Statement& st, const PgParams& params);
+  // `what` names it in errors (default: the statement's name).
+  void Defer(const Statement& st, const PgParams& params, std::string_view what = {});
   // Sends what is deferred, alone (before application code gets the
   // PGconn*, which must find the transaction begun).
   Status Flush();
@@ -217,7 +218,12 @@ class PgConn {
   // fail, and their own failure, or the connection lost after COMMIT's
   // answer came, leaves the outcome COMMIT reported. Dropped by Rollback and
   // after Commit.
-  void AfterCommit(std::string sql) { after_commit_.push_back(std::move(sql)); }
+  void AfterCommit(std::string sql) {
+    Command c;
+    c.sql = std::move(sql);
+    c.what = "after COMMIT";
+    after_commit_.push_back(std::move(c));
+  }
   // What is deferred, COMMIT and the AfterCommit statements, in one round
   // trip; then checks COMMIT's tag: a transaction that had failed answers
   // "ROLLBACK" without an error, which is Internal here (nothing committed,
@@ -290,7 +296,7 @@ class PgConn {
   PgError last_;
   Failure attempt_failure_ = Failure::kNone;
   std::vector<Command> deferred_;
-  std::vector<std::string> after_commit_;
+  std::vector<Command> after_commit_;
   uint64_t sent_ = 0;
   Status spoiled_;  // a deferred statement's failure: Commit returns it
   bool ended_ = false;

@@ -687,14 +687,8 @@ class SqliteTxn final : public StoreTxn {
     // (StoreState::grouped_locks) goes straight there.
     const bool grouped = req.op != SettleOp::kRenew && st_->grouped_locks.erase(req.seq) > 0;
     if (req.op == SettleOp::kComplete && !grouped) {
-      Query d(c_, kCompleteUngrouped);
-      d.Int(queue.id).Int(req.seq).Token(req.token).Int(req.now);
-      MQLITE_RETURN_IF_ERROR(d.Exec());
-      if (sqlite3_changes(c_->db()) == 1) {
-        Verdict deleted;
-        deleted.action = Verdict::Action::kDelete;
-        return Settled(*this, req, deleted);
-      }
+      MQLITE_ASSIGN_OR_RETURN(bool deleted, CompleteUngrouped(queue, req));
+      if (deleted) return Settled(*this, req, DeleteVerdict());
     }
     // Only a locked row can be settled (DecideSettle refuses any other the
     // same way), so the row is looked up as locked.
@@ -727,18 +721,14 @@ class SqliteTxn final : public StoreTxn {
     out->assign(reqs.size(), Status::LockLost("not settled"));
     std::vector<bool> done(reqs.size(), false);
     std::vector<const SettleRequest*> receipts;
-    Verdict deleted;
-    deleted.action = Verdict::Action::kDelete;
     for (size_t i = 0; i < reqs.size(); ++i) {
       const SettleRequest& r = reqs[i];
       if (r.op != SettleOp::kComplete || !once(r.seq) || st_->grouped_locks.count(r.seq) > 0) {
         continue;
       }
-      Query d(c_, kCompleteUngrouped);
-      d.Int(queue.id).Int(r.seq).Token(r.token).Int(r.now);
-      MQLITE_RETURN_IF_ERROR(d.Exec());
-      if (sqlite3_changes(c_->db()) != 1) continue;
-      (*out)[i] = SettleResultOf(deleted);
+      MQLITE_ASSIGN_OR_RETURN(bool deleted, CompleteUngrouped(queue, r));
+      if (!deleted) continue;
+      (*out)[i] = SettleResultOf(DeleteVerdict());
       done[i] = true;
       if (!r.receipt_key.empty()) receipts.push_back(&r);
     }
@@ -1159,6 +1149,21 @@ class SqliteTxn final : public StoreTxn {
   }
 
  private:
+  // The one-statement Complete (kCompleteUngrouped): true if it deleted the
+  // row — ungrouped, locked under req.token, lease live at req.now — and
+  // nothing else has to change; false: the row is as it was.
+  Result<bool> CompleteUngrouped(const QueueRecord& queue, const SettleRequest& req) {
+    Query d(c_, kCompleteUngrouped);
+    d.Int(queue.id).Int(req.seq).Token(req.token).Int(req.now);
+    MQLITE_RETURN_IF_ERROR(d.Exec());
+    return sqlite3_changes(c_->db()) == 1;
+  }
+  static Verdict DeleteVerdict() {
+    Verdict v;
+    v.action = Verdict::Action::kDelete;
+    return v;
+  }
+
   Query& BindConfig(Query& q, const QueueConfig& c) {
     return q.Int(c.lock_duration_ms)
         .Int(c.max_delivery_count)
