@@ -267,8 +267,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(std::unique_ptr<Store> store,
       return reg.error().WithContext("Engine::Open");
     }
   }
-  i->writer = std::make_unique<internal::GroupCommit>(i->store.get(), options.group_commit_max,
-                                                      i->caps.write_concurrency);
+  i->writer = std::make_unique<internal::GroupCommit>(
+      i->store.get(), options.group_commit_max, i->caps.write_concurrency,
+      /*late_join=*/i->caps.write_concurrency == 1 && !i->caps.commits_with_final_call);
   i->maintainer = std::make_unique<internal::Maintainer>(
       i->store.get(), i->writer.get(), &i->options, i->caps.maintenance_lock,
       [i] { return i->Now(); }, [i] { i->Wake(); });

@@ -13,12 +13,23 @@ struct GroupCommit::Request {
   enum class State { kQueued, kTaken, kDone };
   const std::function<Status(StoreTxn&)>* body;
   const CallOptions* call;
+  // Guarded by mu_ while queued; once taken, only its own thread reads it,
+  // and kDone is set only for a request its own thread led.
   State state = State::kQueued;
   Status status;
-  // This caller's own wake-up (done, or its turn to lead), so a commit wakes
-  // exactly its members instead of every waiter. Notified only with mu_ held:
-  // the request lives on its caller's stack.
-  std::condition_variable_any cv;
+  // This caller's own wake-up, guarded by `m`: `woken` (its turn to lead, a
+  // cancellation, or done) and `done` (another thread's group committed it;
+  // `status` is its answer). A leader signals its members after releasing
+  // mu_, and a member returns on `done` without taking mu_, so a commit's
+  // wake-ups neither wait for the queue's lock nor hold it. The signaller
+  // notifies with `m` held and the waiter needs `m` to see the signal, so
+  // the request (on its caller's stack) outlives every access to it.
+  std::mutex m;
+  std::condition_variable cv;
+  bool woken = false;
+  bool done = false;
+
+  Request(const std::function<Status(StoreTxn&)>* b, const CallOptions* c) : body(b), call(c) {}
 };
 
 namespace {
@@ -36,10 +47,20 @@ Status RunAlone(const std::function<Status(StoreTxn&)>& body, StoreTxn& txn) {
 
 }  // namespace
 
+void GroupCommit::Signal(Request* r, bool done) {
+  std::lock_guard<std::mutex> g(r->m);
+  r->woken = true;
+  r->done = r->done || done;
+  r->cv.notify_one();
+}
+
 bool GroupCommit::RunsAlone() { return tl_alone; }
 
-GroupCommit::GroupCommit(Store* store, int max_members, int max_leaders)
-    : store_(store), max_members_(max_members), max_leaders_(std::max(1, max_leaders)) {}
+GroupCommit::GroupCommit(Store* store, int max_members, int max_leaders, bool late_join)
+    : store_(store),
+      max_members_(max_members),
+      max_leaders_(std::max(1, max_leaders)),
+      late_join_(late_join) {}
 
 bool GroupCommit::RequestLocal(StatusCode c) {
   switch (c) {
@@ -63,7 +84,7 @@ size_t GroupCommit::queued() const {
 
 // With mu_ held: a leader slot is free, so the oldest queued caller leads.
 void GroupCommit::HandOffLocked() {
-  if (leaders_ < max_leaders_ && !queue_.empty()) queue_.front()->cv.notify_one();
+  if (leaders_ < max_leaders_ && !queue_.empty()) Signal(queue_.front(), /*done=*/false);
 }
 
 Status GroupCommit::Write(const CallOptions& call,
@@ -73,16 +94,13 @@ Status GroupCommit::Write(const CallOptions& call,
                        [&](StoreTxn& txn) { return RunAlone(body, txn); });
   }
   using State = Request::State;
-  Request req{&body, &call, State::kQueued, Status::OK(), {}};
+  Request req{&body, &call};
+  std::stop_callback on_stop(call.stop_token, [&] { Signal(&req, /*done=*/false); });
   std::unique_lock<std::mutex> l(mu_);
   queue_.push_back(&req);
   for (;;) {
-    if (req.state == State::kDone) return req.status;
-    if (req.state == State::kTaken) {  // running in a group: wait for its commit
-      req.cv.wait(l, [&] { return req.state == State::kDone; });
-      continue;
-    }
-    if (leaders_ < max_leaders_) {
+    if (req.state == State::kDone) return req.status;  // done in a group it led
+    if (req.state == State::kQueued && leaders_ < max_leaders_) {
       ++leaders_;
       l.unlock();
       LeadGroup(call, &req);
@@ -102,14 +120,28 @@ Status GroupCommit::Write(const CallOptions& call,
       HandOffLocked();
       continue;
     }
-    auto ready = [&] { return req.state != State::kQueued || leaders_ < max_leaders_; };
-    bool woke = call.deadline == std::chrono::steady_clock::time_point::max()
-                    ? req.cv.wait(l, call.stop_token, ready)
-                    : req.cv.wait_until(l, call.stop_token, call.deadline, ready);
-    if (!woke && req.state == State::kQueued) {
+    // Queued behind a running group, or taken into one: wait for a signal.
+    // Only a queued request gives up at its deadline; a taken one waits for
+    // its commit.
+    const bool queued = req.state == State::kQueued;
+    l.unlock();
+    {
+      std::unique_lock<std::mutex> rl(req.m);
+      auto woken = [&] { return req.woken; };
+      if (queued && call.deadline != std::chrono::steady_clock::time_point::max()) {
+        req.cv.wait_until(rl, call.deadline, woken);
+      } else {
+        req.cv.wait(rl, woken);
+      }
+      req.woken = false;
+      if (req.done) return req.status;
+    }
+    l.lock();
+    if (req.state != State::kQueued) continue;
+    if (Status cancelled = CheckCancelled(call, "waiting for the writer"); !cancelled.ok()) {
       queue_.erase(std::find(queue_.begin(), queue_.end(), &req));
       HandOffLocked();  // it may have been this caller's turn to lead
-      return CheckCancelled(call, "waiting for the writer");
+      return cancelled;
     }
   }
 }
@@ -126,23 +158,34 @@ void GroupCommit::LeadGroup(const CallOptions& call, Request* leader) {
   bool member_failed = false;
   auto attempt = [&](bool isolate) {
     return store_->Run(TxnKind::kWrite, ToRunOptions(call), [&](StoreTxn& txn) {
-      if (!started) {  // a rerun (RunOptions::rerunnable) keeps the same members
-        started = true;
+      // Takes queued requests into the group, up to max_members_; how many.
+      auto take = [&] {
         std::lock_guard<std::mutex> g(mu_);
+        const size_t before = taken.size();
         while (!queue_.empty() && taken.size() < static_cast<size_t>(max_members_)) {
           queue_.front()->state = State::kTaken;
           taken.push_back(queue_.front());
           queue_.pop_front();
         }
+        return taken.size() - before;
+      };
+      if (!started) {  // a rerun (RunOptions::rerunnable) keeps the same members
+        started = true;
+        take();
       }
-      if (taken.size() == 1) {  // alone: exactly a solo Run
+      if (!late_join_ && taken.size() == 1) {  // alone: exactly a solo Run
         if (taken[0] != leader) {
           MQLITE_RETURN_IF_ERROR(CheckCancelled(*taken[0]->call, "waiting for the writer"));
         }
         return RunAlone(*taken[0]->body, txn);
       }
       member_failed = false;
-      for (Request* r : taken) {
+      for (size_t i = 0;; ++i) {
+        // Late joiners: callers that queued while the members ran would
+        // wait for this commit anyway (no other group can run), so they
+        // join it instead of paying a commit of their own after it.
+        if (i == taken.size() && (isolate || !late_join_ || take() == 0)) break;
+        Request* r = taken[i];
         r->status = CheckCancelled(*r->call, "waiting for the writer");
         if (!r->status.ok()) continue;  // ran nothing
         r->status = isolate ? txn.Savepoint(*r->body) : (*r->body)(txn);
@@ -180,10 +223,12 @@ void GroupCommit::LeadGroup(const CallOptions& call, Request* leader) {
   } else if (!s.ok()) {
     for (Request* r : taken) r->status = s;  // the commit's fate is every member's
   }
-  std::lock_guard<std::mutex> g(mu_);
   for (Request* r : taken) {
-    r->state = State::kDone;
-    if (r != leader) r->cv.notify_one();
+    if (r == leader) {
+      r->state = State::kDone;
+    } else {
+      Signal(r, /*done=*/true);
+    }
   }
 }
 

@@ -7,12 +7,18 @@
 // for an embedded store's single writer, more for a store that runs bodies
 // concurrently), it leads one: inside a single store transaction it takes the
 // queued requests (up to `max_members`, oldest first) and runs them in order.
-// The others wait for their request to be done. A leader whose own request
-// is done leads on, up to kLeadOnGroups more groups, while callers are queued:
-// that saves every group the wake-up of a new leader thread, which on a
-// single-writer store is on the critical path. Requests are taken only once
-// the leader's transaction has started, so a caller still queued can give up
-// on cancellation having done nothing (SPEC §10).
+// The others wait for their request to be done. With late_join (a single
+// writer that gains nothing from a body running alone) a group also takes
+// late joiners: callers that queued while its members ran join the same
+// transaction before it commits (no other group could run before it
+// anyway), in queue order, up to max_members in all. A leader whose own request is done leads on, up to kLeadOnGroups more
+// groups, while callers are queued: that saves every group the wake-up of a
+// new leader thread, which on a single-writer store is on the critical path.
+// Requests are taken only once the leader's transaction has started, so a
+// caller still queued can give up on cancellation having done nothing
+// (SPEC §10). Each caller waits on a wake-up of its own, and a leader wakes
+// its members after releasing the queue's lock, so the woken do not queue
+// for that lock on their way out.
 //
 // Isolation of a failing member: the members first run back to back with no
 // savepoints (a savepoint costs SQLite an allocation and a page-set scan per
@@ -23,10 +29,12 @@
 // OutcomeUnknown on the commit is every member's answer. A caller returns
 // only after the commit that holds its writes.
 //
-// A body that has its transaction to itself (it led a group of one, grouping
-// is off, or it runs alone after its group failed) sees RunsAlone() true and
-// may tell the store its final call follows (StoreTxn::FinalCallFollows), so a
-// networked store can send COMMIT with that call.
+// A body that has its transaction to itself (it led a group of one without
+// late_join, grouping is off, or it runs alone after its group failed) sees
+// RunsAlone() true and may tell the store its final call follows
+// (StoreTxn::FinalCallFollows), so a networked store can send COMMIT with
+// that call. With late_join a group's body never runs alone: a late joiner
+// may still follow it.
 //
 // Thread-safety: Write may be called from any number of threads.
 #ifndef MQLITE_CORE_SRC_GROUP_COMMIT_H_
@@ -36,6 +44,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <stop_token>
 
 #include "mqlite/status.h"
 #include "mqlite/store.h"
@@ -47,7 +56,10 @@ class GroupCommit {
  public:
   // `store` is not owned and must outlive this object. max_members ≤ 1 turns
   // grouping off (every Write is a plain Store::Run); max_leaders ≥ 1.
-  GroupCommit(Store* store, int max_members, int max_leaders);
+  // late_join: groups take late joiners, and no body runs alone in a group
+  // (the engine passes it for a single writer that ignores
+  // StoreTxn::FinalCallFollows: StoreCapabilities::commits_with_final_call).
+  GroupCommit(Store* store, int max_members, int max_leaders, bool late_join = false);
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
@@ -78,10 +90,12 @@ class GroupCommit {
   struct Request;
   void LeadGroup(const CallOptions& call, Request* leader);
   void HandOffLocked();
+  static void Signal(Request* r, bool done);
 
   Store* const store_;
   const int max_members_;
   const int max_leaders_;
+  const bool late_join_;
   mutable std::mutex mu_;  // guards queue_, leaders_ and every request's state
   std::deque<Request*> queue_;
   int leaders_ = 0;

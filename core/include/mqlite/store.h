@@ -77,6 +77,13 @@ struct StoreCapabilities {
   // turns a store that runs bodies concurrently into a one-connection
   // writer. 1 for a store with a single writer (SQLite, LMDB, memory).
   int write_concurrency = 1;
+  // The store acts on StoreTxn::FinalCallFollows (it may send COMMIT with a
+  // lone call's last statement, saving a round trip). Group commit then
+  // keeps a caller that found no one queued alone in its transaction. When
+  // false (an embedded store), a single writer's group instead takes the
+  // callers that queue while its members run into the same commit (spec.md
+  // §9 "Group commit": late joiners).
+  bool commits_with_final_call = false;
   // Store::Subscribe is implemented: a long-poll wakes when any engine or
   // process sharing the data commits a change to its queue (spec.md §9).
   bool change_feed = false;

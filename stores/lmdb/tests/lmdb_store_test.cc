@@ -70,6 +70,7 @@ TEST(LmdbStore, CapabilitiesDescribeAnExclusiveCrashSafeStore) {
   EXPECT_EQ(c.native_handle_type, "MDB_txn");
   EXPECT_EQ(c.crash_model, "process");
   EXPECT_EQ(c.write_concurrency, 1);
+  EXPECT_FALSE(c.commits_with_final_call) << "an embedded store ignores FinalCallFollows";
   EXPECT_FALSE(c.change_feed);
 }
 

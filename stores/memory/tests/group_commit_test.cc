@@ -355,9 +355,11 @@ TEST_F(GroupCommitTest, Spec9_SeveralLeadersStillRunEveryRequestExactlyOnce) {
 
 // RunsAlone() — what lets a body tell the store that its final call
 // follows (StoreTxn::FinalCallFollows) — is true exactly where a body has
-// its transaction to itself: the leader that found no one queued, every
+// its transaction to itself for certain: without late joiners (a store that
+// commits with the final call) the leader that found no one queued; every
 // write with grouping off, and each member rerun alone after a store error;
-// never for a member of a group of several.
+// never for a member of a group of several, nor for a leader whose group may
+// still take a late joiner.
 TEST_F(GroupCommitTest, Spec9_OnlyABodyWithItsTransactionToItselfRunsAlone) {
   std::mutex mu;
   std::vector<bool> seen;
@@ -372,7 +374,7 @@ TEST_F(GroupCommitTest, Spec9_OnlyABodyWithItsTransactionToItselfRunsAlone) {
   };
   EXPECT_FALSE(GroupCommit::RunsAlone()) << "outside any Write";
   {
-    GroupCommit gc(store_.get(), 64, 1);
+    GroupCommit gc(store_.get(), 64, 1, /*late_join=*/true);
     std::vector<std::function<Status(StoreTxn&)>> bodies;
     for (int i = 0; i < 4; ++i) bodies.push_back(recording(i, Status::OK()));
     for (const Status& s : RunGrouped(gc, bodies)) EXPECT_TRUE(s.ok()) << s.ToString();
@@ -380,7 +382,8 @@ TEST_F(GroupCommitTest, Spec9_OnlyABodyWithItsTransactionToItselfRunsAlone) {
     for (bool alone : seen) EXPECT_FALSE(alone) << "a member of a group of four";
     seen.clear();
     EXPECT_TRUE(gc.Write({}, recording(10, Status::OK())).ok());
-    EXPECT_EQ(seen, std::vector<bool>{true}) << "a write that found no one queued";
+    EXPECT_EQ(seen, std::vector<bool>{false})
+        << "a write that found no one queued, with late joiners";
     seen.clear();
     // A store error in the group: each member runs again alone.
     std::vector<std::function<Status(StoreTxn&)>> failing = {
@@ -390,10 +393,74 @@ TEST_F(GroupCommitTest, Spec9_OnlyABodyWithItsTransactionToItselfRunsAlone) {
     EXPECT_EQ(seen, (std::vector<bool>{false, false, false, false, true, true}));
     seen.clear();
   }
+  {
+    GroupCommit lone(store_.get(), 64, 1, /*late_join=*/false);
+    EXPECT_TRUE(lone.Write({}, recording(11, Status::OK())).ok());
+    EXPECT_EQ(seen, std::vector<bool>{true})
+        << "a write that found no one queued, without late joiners";
+    seen.clear();
+  }
   GroupCommit off(store_.get(), /*max_members=*/1, 1);
   EXPECT_TRUE(off.Write({}, recording(30, Status::OK())).ok());
   EXPECT_EQ(seen, std::vector<bool>{true}) << "grouping off";
   EXPECT_FALSE(GroupCommit::RunsAlone()) << "reset after the body";
+}
+
+// Late joiners (a single writer that ignores FinalCallFollows): callers that queue while a group's
+// members run join that group's transaction, up to max_members in all, in
+// queue order; a late joiner that fails a request-local check fails alone.
+TEST_F(GroupCommitTest, Spec9_CallersQueuedWhileAGroupRunsJoinItsTransaction) {
+  GroupCommit gc(store_.get(), /*max_members=*/3, /*max_leaders=*/1, /*late_join=*/true);
+  std::thread::id leader_id;
+  std::vector<std::thread::id> ran_on(4);
+  std::vector<int> ran_in(4);  // the write transaction (ProbeStore::runs) of its last run
+  auto on = [&](int i, Status result) {
+    return [&, i, result](StoreTxn& txn) -> Status {
+      ran_on[i] = std::this_thread::get_id();
+      ran_in[i] = store_->runs();
+      return Body(i, result)(txn);
+    };
+  };
+  // The leader's body waits (inside its transaction) until three callers
+  // queued behind it, one at a time so the queue order is theirs.
+  std::vector<std::thread> ts;
+  std::vector<Status> got(3);
+  std::atomic<bool> queued_all{false};
+  Status leader_status;
+  std::thread leader([&] {
+    leader_id = std::this_thread::get_id();
+    leader_status = gc.Write({}, [&](StoreTxn& txn) -> Status {
+      for (int i = 1; i <= 3 && !queued_all; ++i) {  // the first run only
+        ts.emplace_back([&, i] {
+          got[i - 1] = gc.Write({}, on(i, i == 1 ? Status::LockLost("stale token") : Status::OK()));
+        });
+        WaitQueued(gc, static_cast<size_t>(i));
+      }
+      queued_all = true;
+      return on(0, Status::OK())(txn);
+    });
+  });
+  leader.join();
+  for (auto& t : ts) t.join();
+  ASSERT_TRUE(queued_all.load());
+  EXPECT_TRUE(leader_status.ok()) << leader_status.ToString();
+  EXPECT_EQ(got[0].code(), StatusCode::kLockLost) << got[0].ToString();
+  EXPECT_TRUE(got[1].ok()) << got[1].ToString();
+  EXPECT_TRUE(got[2].ok()) << got[2].ToString();
+  EXPECT_EQ(Queues(), (std::set<std::string>{"q0", "q2", "q3"}))
+      << "the failing late joiner's writes are rolled back, the others commit";
+  // The leader's transaction: the leader and the first two late joiners (the
+  // limit is three members); run once without savepoints, then again with
+  // one per member because one failed. The third caller ran in a group of
+  // its own after it.
+  EXPECT_EQ(ran_on[1], leader_id) << "the first late joiner ran in the leader's group";
+  EXPECT_EQ(ran_on[2], leader_id) << "the second late joiner ran in the leader's group";
+  EXPECT_EQ(ran_in[1], ran_in[0]) << "the first late joiner is in the leader's transaction";
+  EXPECT_EQ(ran_in[2], ran_in[0]) << "the second late joiner is in the leader's transaction";
+  EXPECT_EQ(ran_in[3], ran_in[0] + 1) << "the third caller (over the limit) is in the next one";
+  EXPECT_EQ(store_->savepoints(), 3) << "the isolating rerun: one savepoint per member";
+  EXPECT_EQ(store_->runs(), 2 + 1) << "two attempts of the leader's group, one for the third caller";
+  EXPECT_EQ(gc.queued(), 0u);
 }
 
 }  // namespace

@@ -1516,6 +1516,7 @@ class PgStore final : public Store {
     c.crash_model = "process";
     c.name = "postgres";
     c.write_concurrency = options_.pool_size;
+    c.commits_with_final_call = true;
     c.change_feed = options_.change_feed;
     c.maintenance_lock = true;
     c.engine_registry = true;

@@ -103,6 +103,7 @@ TEST_F(PgStoreTest, CapabilitiesDescribeASharedStore) {
   EXPECT_EQ(c.name, "postgres");
   EXPECT_EQ(c.native_handle_type, "PGconn");
   EXPECT_EQ(c.write_concurrency, Options().pool_size);
+  EXPECT_TRUE(c.commits_with_final_call) << "a call alone sends COMMIT with its last statement";
   EXPECT_TRUE(c.change_feed && c.maintenance_lock && c.engine_registry);
 }
 
