@@ -217,6 +217,21 @@ void RegisterFloor(const std::string& prefix, const std::string& label, const Sc
 // `spec` adds the writes the SPEC obliges (floor_spec, lmdb_floor_spec).
 std::unique_ptr<Floor> OpenSqlFloor(const std::string& dir, Durability durability, bool spec);
 std::unique_ptr<Floor> OpenLmdbFloor(const std::string& dir, Durability durability, bool spec);
+// One side of a pair (paired.cc): `unit` does one unit of the workload and
+// returns the items it finished (0: this side is done).
+struct Side {
+  std::function<int64_t()> unit;
+  int64_t items = 0;
+  double seconds = 0;
+  int64_t bytes = 0;  // written (/proc/self/io wchar) during its turns
+  bool done = false;
+};
+// Runs `a` and `b` in turns of about 25 ms (at least one unit) in the order
+// A B B A …, so a steady drift of the machine costs both sides alike, until
+// each side has run `seconds` in all, or (seconds 0) until each is done,
+// having taken about `items` (for the progress line).
+void TakeTurns(Side& a, Side& b, double seconds, int64_t items, const std::string& name);
+
 // The paired workloads (paired.cc): `spec`'s store and the floor `open_floor`
 // makes, in one benchmark each, taking turns in short slices, so the ratio of
 // their rates is measured on the same seconds of the machine:

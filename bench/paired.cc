@@ -36,15 +36,7 @@ constexpr size_t kBody = 256;
 constexpr double kSliceSeconds = 0.025;
 using Steady = std::chrono::steady_clock;
 
-// One side of a pair: `unit` does one unit of the workload and returns the
-// items it finished (0: this side is done).
-struct Side {
-  std::function<int64_t()> unit;
-  int64_t items = 0;
-  double seconds = 0;
-  int64_t bytes = 0;  // written (/proc/self/io wchar) during its turns
-  bool done = false;
-};
+}  // namespace
 
 // Runs `a` and `b` in turns of about kSliceSeconds (at least one unit) in the
 // order A B B A …, until each side has run `seconds` in all, or (seconds 0)
@@ -78,6 +70,8 @@ void TakeTurns(Side& a, Side& b, double seconds, int64_t items, const std::strin
     progress.Update(static_cast<int64_t>(100 * std::min(1.0, share)));
   }
 }
+
+namespace {
 
 void Report(benchmark::State& state, const Side& store, const Side& floor) {
   auto rate = [](const Side& s) { return s.seconds > 0 ? s.items / s.seconds : 0.0; };

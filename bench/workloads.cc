@@ -240,45 +240,99 @@ void EndToEnd(benchmark::State& state, const std::string& name, const StoreSpec&
 
 // claim_backlog/N and claim_blocked/B: the time of one Receive(max 1),
 // measured alone (manual time); completing the claimed message and refilling
-// the backlog are outside the timed window.
-void Claim(benchmark::State& state, const std::string& name, const StoreSpec& spec, int64_t backlog, int64_t blocked) {
-  Env env(spec, name);
-  QueueConfig c;
-  c.lock_duration_ms = 3'600'000;  // the blocked head stays locked throughout
-  env.Queue("q", c);
-  if (blocked > 0) {
-    env.Fill("q", blocked, name + " blocked group", "blocked");
-    std::vector<Message> head = env.Receive("q", 1);
-    if (head.size() != 1 || head[0].group_id != "blocked") {
-      Die(name, Status::Internal("could not lock the blocked group's head"));
+// the backlog are outside the timed window. One ClaimRig is one such queue on
+// a store of its own.
+class ClaimRig {
+ public:
+  ClaimRig(const StoreSpec& spec, const std::string& name, int64_t backlog, int64_t blocked)
+      : env_(spec, name), name_(name) {
+    QueueConfig c;
+    c.lock_duration_ms = 3'600'000;  // the blocked head stays locked throughout
+    env_.Queue("q", c);
+    if (blocked > 0) {
+      env_.Fill("q", blocked, name + " blocked group", "blocked");
+      std::vector<Message> head = env_.Receive("q", 1);
+      if (head.size() != 1 || head[0].group_id != "blocked") {
+        Die(name, Status::Internal("could not lock the blocked group's head"));
+      }
     }
+    env_.Fill("q", backlog, name + " backlog");
+    chunk_ = std::min<int64_t>(backlog, 500);
+    for (int64_t i = 0; i < chunk_; ++i) refill_.push_back(Msg(kBody, i));
   }
-  env.Fill("q", backlog, name + " backlog");
-  const int64_t chunk = std::min<int64_t>(backlog, 500);
-  std::vector<OutgoingMessage> refill;
-  for (int64_t i = 0; i < chunk; ++i) refill.push_back(Msg(kBody, i));
+
+  // One timed claim (its seconds), then its Complete and, once a chunk has
+  // been taken, a refill of that chunk, so the backlog stays where it was.
+  double ClaimOnce() {
+    const auto t0 = Steady::now();
+    std::vector<Message> got = env_.Receive("q", 1);
+    const double s = std::chrono::duration<double>(Steady::now() - t0).count();
+    if (got.size() != 1 || got[0].group_id) {
+      Die(name_, Status::Internal("claim did not return one ungrouped message"));
+    }
+    Check(name_, env_->Complete("q", got[0].seq, got[0].lock_token));
+    if (++since_refill_ == chunk_) {
+      Check(name_ + " refill", env_->SendBatch("q", refill_).status());
+      since_refill_ = 0;
+    }
+    return s;
+  }
+
+ private:
+  Env env_;
+  std::string name_;
+  int64_t chunk_ = 0;
+  std::vector<OutgoingMessage> refill_;
+  int64_t since_refill_ = 0;
+};
+
+void Claim(benchmark::State& state, const std::string& name, const StoreSpec& spec, int64_t backlog, int64_t blocked) {
+  ClaimRig rig(spec, name, backlog, blocked);
   Counters counters;
   counters.Start();
   double claim_s = 0;
-  int64_t since_refill = 0;
   for (auto _ : state) {
-    const auto t0 = Steady::now();
-    std::vector<Message> got = env.Receive("q", 1);
-    const auto t1 = Steady::now();
-    const double s = std::chrono::duration<double>(t1 - t0).count();
+    const double s = rig.ClaimOnce();
     state.SetIterationTime(s);
     claim_s += s;
-    if (got.size() != 1 || got[0].group_id) {
-      Die(name, Status::Internal("claim did not return one ungrouped message"));
-    }
-    Check(name, env->Complete("q", got[0].seq, got[0].lock_token));
-    if (++since_refill == chunk) {
-      Check(name + " refill", env->SendBatch("q", refill).status());
-      since_refill = 0;
-    }
   }
   counters.Finish(state, state.iterations());
   state.counters["claim_us"] = claim_s * 1e6 / static_cast<double>(state.iterations());
+}
+
+// claim_paired/N and claim_blocked_paired/B: the claim pins measured the way
+// the floor targets are (paired.cc). claim_backlog/1000's queue and
+// claim_backlog/N's (or claim_blocked/B's) each on a store of its own, taking
+// turns of about 25 ms in one benchmark until each side has run `seconds`:
+// an fsync-bound claim (PostgreSQL at synchronous_commit=on) rides the
+// disk's drift, which two benchmarks a minute apart see differently.
+// claim_us is the big side's mean claim, base_claim_us the 1,000 side's;
+// ratio = claim_us ÷ base_claim_us.
+void PairedClaim(benchmark::State& state, const std::string& name, const StoreSpec& spec,
+                 int64_t backlog, int64_t blocked, double seconds) {
+  ClaimRig base(spec, name + " base", 1'000, 0);
+  ClaimRig big(spec, name, backlog, blocked);
+  double base_s = 0, big_s = 0;
+  Side base_side{[&]() -> int64_t {
+    base_s += base.ClaimOnce();
+    return 1;
+  }};
+  Side big_side{[&]() -> int64_t {
+    big_s += big.ClaimOnce();
+    return 1;
+  }};
+  for (auto _ : state) {
+    TakeTurns(big_side, base_side, seconds, 0, name);
+    state.SetIterationTime(big_s);
+  }
+  const double big_us = big_s * 1e6 / static_cast<double>(std::max<int64_t>(1, big_side.items));
+  const double base_us = base_s * 1e6 / static_cast<double>(std::max<int64_t>(1, base_side.items));
+  state.counters["claim_us"] = big_us;
+  state.counters["base_claim_us"] = base_us;
+  state.counters["ratio"] = base_us > 0 ? big_us / base_us : 0.0;
+  state.counters["claims"] = static_cast<double>(big_side.items);
+  state.counters["base_claims"] = static_cast<double>(base_side.items);
+  state.counters["items_per_second"] = big_s > 0 ? static_cast<double>(big_side.items) / big_s : 0.0;
 }
 
 void OutboxTx(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
@@ -546,6 +600,24 @@ void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool cor
       [spec, blocked = scale.blocked](benchmark::State& s, const std::string& n_) { Claim(s, n_, spec, 1'000, blocked); },
       true)
       ->Iterations(scale.claim_iterations);
+  // The same pins, each against claim_backlog/1000 in turns (PairedClaim),
+  // 4 × min_time of turns a side, as the paired floor workloads run.
+  const double pair_s = 4 * scale.min_time_s;
+  for (int64_t backlog : scale.claim_backlogs) {
+    if (backlog <= 1'000) continue;
+    reg(p + "claim_paired/" + std::to_string(backlog),
+        [spec, backlog, pair_s](benchmark::State& s, const std::string& n_) {
+          PairedClaim(s, n_, spec, backlog, 0, pair_s);
+        },
+        true)
+        ->Iterations(1);
+  }
+  reg(p + "claim_blocked_paired/" + std::to_string(scale.blocked),
+      [spec, blocked = scale.blocked, pair_s](benchmark::State& s, const std::string& n_) {
+        PairedClaim(s, n_, spec, 1'000, blocked, pair_s);
+      },
+      true)
+      ->Iterations(1);
   reg(p + "renew_batch", [spec](benchmark::State& s, const std::string& n_) { RenewBatch(s, n_, spec); })
       ->Arg(512)->MinTime(scale.min_time_s);
   for (size_t bytes : {64, 256, 1024, 4096, 16384}) {
