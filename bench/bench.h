@@ -231,6 +231,8 @@ struct Side {
 // each side has run `seconds` in all, or (seconds 0) until each is done,
 // having taken about `items` (for the progress line).
 void TakeTurns(Side& a, Side& b, double seconds, int64_t items, const std::string& name);
+// What a time-bound pair runs a side: 4 × min_time_s (2 s at full scale).
+double PairedSeconds(const Scale& scale);
 
 // The paired workloads (paired.cc): `spec`'s store and the floor `open_floor`
 // makes, in one benchmark each, taking turns in short slices, so the ratio of

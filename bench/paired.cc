@@ -71,6 +71,8 @@ void TakeTurns(Side& a, Side& b, double seconds, int64_t items, const std::strin
   }
 }
 
+double PairedSeconds(const Scale& scale) { return 4 * scale.min_time_s; }
+
 namespace {
 
 void Report(benchmark::State& state, const Side& store, const Side& floor) {
@@ -170,8 +172,6 @@ struct Pair {
   }
 };
 
-// A time-bound pair: each side runs 4 × min_time_s in turns.
-double TimedSeconds(const Scale& scale) { return 4 * scale.min_time_s; }
 
 void PairedSendOne(benchmark::State& state, const std::string& name, const StoreSpec& spec,
                    const FloorOpen& open_floor, const Scale& scale) {
@@ -187,7 +187,7 @@ void PairedSendOne(benchmark::State& state, const std::string& name, const Store
     p.floor->Insert(1, m.body);
     return 1;
   }};
-  for (auto _ : state) TakeTurns(store, floor, TimedSeconds(scale), 0, name);
+  for (auto _ : state) TakeTurns(store, floor, PairedSeconds(scale), 0, name);
   Report(state, store, floor);
 }
 
@@ -208,7 +208,7 @@ void PairedSendBatch(benchmark::State& state, const std::string& name, const Sto
     p.floor->Commit();
     return n;
   }};
-  for (auto _ : state) TakeTurns(store, floor, TimedSeconds(scale), 0, name);
+  for (auto _ : state) TakeTurns(store, floor, PairedSeconds(scale), 0, name);
   Report(state, store, floor);
 }
 
@@ -232,7 +232,7 @@ void PairedCycle(benchmark::State& state, const std::string& name, const StoreSp
     }
     return 1;
   }};
-  for (auto _ : state) TakeTurns(store, floor, TimedSeconds(scale), 0, name);
+  for (auto _ : state) TakeTurns(store, floor, PairedSeconds(scale), 0, name);
   Report(state, store, floor);
 }
 

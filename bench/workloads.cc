@@ -238,6 +238,10 @@ void EndToEnd(benchmark::State& state, const std::string& name, const StoreSpec&
       static_cast<double>(empty_receives) / static_cast<double>(std::max<int64_t>(1, receives));
 }
 
+// The backlog the claim-cost targets divide by (claim_backlog/1000), and
+// that claim_blocked/B keeps behind its blocked group.
+constexpr int64_t kClaimBaseBacklog = 1'000;
+
 // claim_backlog/N and claim_blocked/B: the time of one Receive(max 1),
 // measured alone (manual time); completing the claimed message and refilling
 // the backlog are outside the timed window. One ClaimRig is one such queue on
@@ -310,7 +314,7 @@ void Claim(benchmark::State& state, const std::string& name, const StoreSpec& sp
 // ratio = claim_us ÷ base_claim_us.
 void PairedClaim(benchmark::State& state, const std::string& name, const StoreSpec& spec,
                  int64_t backlog, int64_t blocked, double seconds) {
-  ClaimRig base(spec, name + " base", 1'000, 0);
+  ClaimRig base(spec, name + " base", kClaimBaseBacklog, 0);
   ClaimRig big(spec, name, backlog, blocked);
   double base_s = 0, big_s = 0;
   Side base_side{[&]() -> int64_t {
@@ -325,14 +329,18 @@ void PairedClaim(benchmark::State& state, const std::string& name, const StoreSp
     TakeTurns(big_side, base_side, seconds, 0, name);
     state.SetIterationTime(big_s);
   }
-  const double big_us = big_s * 1e6 / static_cast<double>(std::max<int64_t>(1, big_side.items));
-  const double base_us = base_s * 1e6 / static_cast<double>(std::max<int64_t>(1, base_side.items));
+  auto mean_us = [](double s, int64_t n) {
+    return s * 1e6 / static_cast<double>(std::max<int64_t>(1, n));
+  };
+  const double big_us = mean_us(big_s, big_side.items);
+  const double base_us = mean_us(base_s, base_side.items);
   state.counters["claim_us"] = big_us;
   state.counters["base_claim_us"] = base_us;
   state.counters["ratio"] = base_us > 0 ? big_us / base_us : 0.0;
   state.counters["claims"] = static_cast<double>(big_side.items);
   state.counters["base_claims"] = static_cast<double>(base_side.items);
-  state.counters["items_per_second"] = big_s > 0 ? static_cast<double>(big_side.items) / big_s : 0.0;
+  state.counters["items_per_second"] =
+      big_s > 0 ? static_cast<double>(big_side.items) / big_s : 0.0;
 }
 
 void OutboxTx(benchmark::State& state, const std::string& name, const StoreSpec& spec) {
@@ -597,14 +605,14 @@ void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool cor
         ->Iterations(scale.claim_iterations);
   }
   reg(p + "claim_blocked/" + std::to_string(scale.blocked),
-      [spec, blocked = scale.blocked](benchmark::State& s, const std::string& n_) { Claim(s, n_, spec, 1'000, blocked); },
+      [spec, blocked = scale.blocked](benchmark::State& s, const std::string& n_) { Claim(s, n_, spec, kClaimBaseBacklog, blocked); },
       true)
       ->Iterations(scale.claim_iterations);
   // The same pins, each against claim_backlog/1000 in turns (PairedClaim),
-  // 4 × min_time of turns a side, as the paired floor workloads run.
-  const double pair_s = 4 * scale.min_time_s;
+  // as long a side as the paired floor workloads run.
+  const double pair_s = PairedSeconds(scale);
   for (int64_t backlog : scale.claim_backlogs) {
-    if (backlog <= 1'000) continue;
+    if (backlog <= kClaimBaseBacklog) continue;
     reg(p + "claim_paired/" + std::to_string(backlog),
         [spec, backlog, pair_s](benchmark::State& s, const std::string& n_) {
           PairedClaim(s, n_, spec, backlog, 0, pair_s);
@@ -614,7 +622,7 @@ void RegisterEngineWorkloads(const StoreSpec& spec, const Scale& scale, bool cor
   }
   reg(p + "claim_blocked_paired/" + std::to_string(scale.blocked),
       [spec, blocked = scale.blocked, pair_s](benchmark::State& s, const std::string& n_) {
-        PairedClaim(s, n_, spec, 1'000, blocked, pair_s);
+        PairedClaim(s, n_, spec, kClaimBaseBacklog, blocked, pair_s);
       },
       true)
       ->Iterations(1);

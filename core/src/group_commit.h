@@ -11,9 +11,10 @@
 // writer that gains nothing from a body running alone) a group also takes
 // late joiners: callers that queued while its members ran join the same
 // transaction before it commits (no other group could run before it
-// anyway), in queue order, up to max_members in all. A leader whose own request is done leads on, up to kLeadOnGroups more
-// groups, while callers are queued: that saves every group the wake-up of a
-// new leader thread, which on a single-writer store is on the critical path.
+// anyway), in queue order, up to max_members in all. A leader whose own
+// request is done leads on, up to kLeadOnGroups more groups, while callers
+// are queued: that saves every group the wake-up of a new leader thread,
+// which on a single-writer store is on the critical path.
 // Requests are taken only once the leader's transaction has started, so a
 // caller still queued can give up on cancellation having done nothing
 // (SPEC §10). Each caller waits on a wake-up of its own, and a leader wakes

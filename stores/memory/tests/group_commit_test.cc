@@ -406,9 +406,10 @@ TEST_F(GroupCommitTest, Spec9_OnlyABodyWithItsTransactionToItselfRunsAlone) {
   EXPECT_FALSE(GroupCommit::RunsAlone()) << "reset after the body";
 }
 
-// Late joiners (a single writer that ignores FinalCallFollows): callers that queue while a group's
-// members run join that group's transaction, up to max_members in all, in
-// queue order; a late joiner that fails a request-local check fails alone.
+// Late joiners (a single writer that ignores FinalCallFollows): callers that
+// queue while a group's members run join that group's transaction, up to
+// max_members in all, in queue order; a late joiner that fails a
+// request-local check fails alone.
 TEST_F(GroupCommitTest, Spec9_CallersQueuedWhileAGroupRunsJoinItsTransaction) {
   GroupCommit gc(store_.get(), /*max_members=*/3, /*max_leaders=*/1, /*late_join=*/true);
   std::thread::id leader_id;
@@ -459,7 +460,8 @@ TEST_F(GroupCommitTest, Spec9_CallersQueuedWhileAGroupRunsJoinItsTransaction) {
   EXPECT_EQ(ran_in[2], ran_in[0]) << "the second late joiner is in the leader's transaction";
   EXPECT_EQ(ran_in[3], ran_in[0] + 1) << "the third caller (over the limit) is in the next one";
   EXPECT_EQ(store_->savepoints(), 3) << "the isolating rerun: one savepoint per member";
-  EXPECT_EQ(store_->runs(), 2 + 1) << "two attempts of the leader's group, one for the third caller";
+  EXPECT_EQ(store_->runs(), 2 + 1)
+      << "two attempts of the leader's group, one for the third caller";
   EXPECT_EQ(gc.queued(), 0u);
 }
 
