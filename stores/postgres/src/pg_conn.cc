@@ -32,6 +32,34 @@ struct ParamArrays {
   int count() const { return static_cast<int>(values.size()); }
 };
 
+// `sql` with each $N written out as the literal of params[N-1] (NULL for a
+// missing value), quoted by the server's rules (PQescapeLiteral); nullopt
+// when a value cannot be quoted (libpq's error message says why) or is in
+// binary format, or for a $N past $9.
+std::optional<std::string> WithLiterals(PGconn* conn, const char* sql,
+                                        std::span<const std::optional<std::string>> params,
+                                        const int* formats) {
+  std::string out;
+  for (const char* p = sql; *p != '\0'; ++p) {
+    if (*p != '$' || p[1] < '1' || p[1] > '9') {
+      out += *p;
+      continue;
+    }
+    const size_t i = static_cast<size_t>(p[1] - '1');
+    ++p;
+    if ((p[1] >= '0' && p[1] <= '9') || i >= params.size() || (formats != nullptr && formats[i] != 0)) return std::nullopt;
+    if (!params[i]) {
+      out += "NULL";
+      continue;
+    }
+    char* quoted = PQescapeLiteral(conn, params[i]->data(), params[i]->size());
+    if (quoted == nullptr) return std::nullopt;
+    out += quoted;
+    PQfreemem(quoted);
+  }
+  return out;
+}
+
 }  // namespace
 
 PgResult& PgResult::operator=(PgResult&& o) noexcept {
@@ -203,13 +231,18 @@ Result<PgResult> PgConn::Run(const Statement& st,
     c.what = st.name;
     return Pipeline(&c);
   }
-  const ParamArrays a(params);
-  ++sent_;
-  PgResult r(st.plan_each_time
-                 ? PQexecParams(conn_, st.sql, a.count(), nullptr, a.values.data(),
-                                a.lengths.data(), formats, 0)
-                 : PQexecPrepared(conn_, st.name, a.count(), a.values.data(), a.lengths.data(),
-                                  formats, 0));
+  PgResult r;
+  if (st.plan_each_time) {
+    const std::optional<std::string> text = WithLiterals(conn_, st.sql, params, formats);
+    if (!text) return Fail(nullptr, st.name);
+    ++sent_;
+    r = PgResult(PQexecParams(conn_, text->c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0));
+  } else {
+    const ParamArrays a(params);
+    ++sent_;
+    r = PgResult(PQexecPrepared(conn_, st.name, a.count(), a.values.data(), a.lengths.data(),
+                                formats, 0));
+  }
   const ExecStatusType s = r.get() ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) return Fail(r.get(), st.name);
   last_ = PgError{};
@@ -221,12 +254,13 @@ bool PgConn::SendCommand(const Command& c) {
   if (!c.sql.empty()) {
     return PQsendQueryParams(conn_, c.sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
   }
-  const ParamArrays a(c.values);
   const int* formats = c.formats.empty() ? nullptr : c.formats.data();
   if (c.st.plan_each_time) {
-    return PQsendQueryParams(conn_, c.st.sql, a.count(), nullptr, a.values.data(),
-                             a.lengths.data(), formats, 0) != 0;
+    const std::optional<std::string> text = WithLiterals(conn_, c.st.sql, c.values, formats);
+    return text && PQsendQueryParams(conn_, text->c_str(), 0, nullptr, nullptr, nullptr, nullptr,
+                                     0) != 0;
   }
+  const ParamArrays a(c.values);
   return PQsendQueryPrepared(conn_, c.st.name, a.count(), a.values.data(), a.lengths.data(),
                              formats, 0) != 0;
 }

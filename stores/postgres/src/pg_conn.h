@@ -114,8 +114,10 @@ class PgParams {
 struct Statement {
   const char* name;
   const char* sql;
-  // Never prepared: sent with its parameters each time (the unnamed
-  // statement), so the server plans it for those values every time.
+  // Never prepared: sent with its parameters written into its text as
+  // literals (text format, $1..$9), so the server plans it for those values
+  // every time — a parameterised unnamed statement would get a generic plan
+  // in the store's sessions (plan_cache_mode = force_generic_plan).
   bool plan_each_time = false;
 };
 

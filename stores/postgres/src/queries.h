@@ -1,9 +1,12 @@
 // Every statement the PostgreSQL store prepares, named, in one place. "{s}"
 // is the store's schema, filled in at open (PgQueries). The plan pins
 // (tck/postgres_pins.cc) EXPLAIN exactly these texts (SPEC §11). The store's
-// sessions plan every execution with its actual parameters
-// (plan_cache_mode = force_custom_plan): a generic plan, made without
-// knowing which queue or how skewed it is, could pick a scan. Where an
+// sessions run them on generic plans (plan_cache_mode = force_generic_plan,
+// pg_store.cc): planned once per session, not per execution — planning the
+// claim for its values took longer than running it. The pins hold every
+// prepared statement's generic plan to its index, made on a full store and
+// on an empty one; the few statements a generic plan would scan are
+// plan_each_time (their values written in, planned each run). Where an
 // ORDER BY names an index's leading equality columns, it is there to make
 // that index's order the one the planner wants.
 //

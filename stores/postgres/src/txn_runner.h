@@ -43,6 +43,8 @@ inline constexpr int kMaxAttempts = 5;
 // Session setup RunTransaction needs from the pool (PgPoolOptions::
 // session_setup): a statement outside BEGIN READ WRITE cannot write.
 inline constexpr char kReadOnlyByDefault[] = "SET default_transaction_read_only TO on";
+// Every prepared statement of the session on its generic plan (queries.h).
+inline constexpr char kGenericPlans[] = "SET plan_cache_mode TO force_generic_plan";
 
 struct TxnCounters {
   int attempts = 0;  // bodies run by the last call

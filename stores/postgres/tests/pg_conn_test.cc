@@ -67,6 +67,30 @@ TEST_F(PgTest, PreparedStatementsTakeTextParametersAndNulls) {
   EXPECT_EQ(c->last_error().failure, Failure::kNone);
 }
 
+// A plan_each_time statement is planned for its values even where the
+// session forces generic plans (the store's sessions do: queries.h): it
+// reaches the server with its values written into its text — a statement
+// without parameters, planned for those constants — quotes and NULLs
+// included. (EXPLAIN would not tell: it plans with its parameters' values
+// either way.)
+TEST_F(PgTest, Spec11_APlannedEachTimeStatementIsPlannedForItsValues) {
+  std::unique_ptr<PgConn> c = Connect();
+  ASSERT_NE(c, nullptr);
+  MQ_ASSERT_OK(c->Simple("SET plan_cache_mode TO force_generic_plan", "generic plans"));
+  const Statement sent{"sent", "SELECT current_query() WHERE $1::bigint > 0", true};
+  MQ_ASSERT_OK_AND_ASSIGN(PgResult text, c->Exec(sent, Params{"1234567"}));
+  ASSERT_EQ(text.rows(), 1);
+  EXPECT_EQ(std::string(text.text(0, 0)), "SELECT current_query() WHERE '1234567'::bigint > 0");
+
+  const Statement echo{"echo", "SELECT $1::text, $2::text IS NULL, length($1::text)", true};
+  const std::string tricky = "it's a \\ 'quote'; $2";
+  MQ_ASSERT_OK_AND_ASSIGN(PgResult r, c->Exec(echo, Params{tricky, std::nullopt}));
+  ASSERT_EQ(r.rows(), 1);
+  EXPECT_EQ(r.text(0, 0), tricky);
+  EXPECT_EQ(r.text(0, 1), "t");
+  EXPECT_EQ(r.i64(0, 2), static_cast<int64_t>(tricky.size()));
+}
+
 TEST_F(PgTest, Spec10_ConnectFailureIsUnavailableAndNeverEchoesThePassword) {
   Result<std::unique_ptr<PgConn>> c = PgConn::Connect(
       "host=127.0.0.1 port=1 user=nobody password=s3cret-pw dbname=postgres connect_timeout=5");

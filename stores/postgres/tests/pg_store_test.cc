@@ -260,6 +260,59 @@ TEST_F(PgStoreTest, Spec6_MaintenanceVacuumsAfterADrainSoTheRefillReusesTheHeap)
       << "the refill grew the heap from " << peak << " bytes: the drained space was not reused";
 }
 
+// The pool's sessions keep generic plans (queries.h); one made on a fresh,
+// empty messages table may scan. Maintenance ANALYZEs a never-analyzed
+// table once 50 rows were written, so every session plans again with
+// statistics — not only after the 1,000 rows that trigger it later on.
+TEST_F(PgStoreTest, Spec11_MaintenanceAnalyzesAFreshTableAfter50Writes) {
+  EngineOptions eo;
+  eo.background_maintenance = false;
+  auto e = OpenEngine(eo);
+  ASSERT_NE(e, nullptr);
+  MQ_ASSERT_OK(e->CreateQueue({.name = "fresh"}).status());
+  auto analyzed = [&]() -> int64_t {  // ANALYZE commands, not autovacuum's
+    auto r = admin_->Query("SELECT analyze_count FROM pg_stat_user_tables WHERE schemaname = '" +
+                               schema_ + "' AND relname = 'messages'",
+                           "analyze_count");
+    EXPECT_TRUE(r.has_value());
+    return r.has_value() && r->rows() == 1 ? r->i64(0, 0) : -1;
+  };
+  auto send = [&](int n) {
+    for (int i = 0; i < n; ++i) MQ_ASSERT_OK(e->Send("fresh", {.body = "m"}).status());
+  };
+  ASSERT_NO_FATAL_FAILURE(send(40));
+  MQ_ASSERT_OK(e->RunMaintenance().status());
+  EXPECT_EQ(analyzed(), 0) << "analyzed after 40 rows";
+  ASSERT_NO_FATAL_FAILURE(send(10));
+  MQ_ASSERT_OK(e->RunMaintenance().status());
+  EXPECT_EQ(analyzed(), 1) << "not analyzed after 50 rows";
+  ASSERT_NO_FATAL_FAILURE(send(60));
+  MQ_ASSERT_OK(e->RunMaintenance().status());
+  EXPECT_EQ(analyzed(), 1) << "analyzed again after 60 more rows: past the first, 1,000";
+}
+
+// SPEC §8: the store's own statements run on generic plans, but application
+// code in a Tx gets the server's plan choice — in every Tx on the session.
+TEST_F(PgStoreTest, Spec8_ApplicationCodeInATxPlansAsTheServerIsConfigured) {
+  auto e = OpenEngine();
+  ASSERT_NE(e, nullptr);
+  MQ_ASSERT_OK(e->CreateQueue({.name = "events"}).status());
+  auto configured = admin_->Query("SHOW plan_cache_mode", "plan_cache_mode");
+  ASSERT_TRUE(configured.has_value());
+  for (int i = 0; i < 3; ++i) {
+    std::string mode;
+    MQ_ASSERT_OK(e->Tx([&](TxContext& tx) -> Status {
+      MQLITE_RETURN_IF_ERROR(tx.Send("events", {.body = "e"}).status());
+      MQLITE_ASSIGN_OR_RETURN(PGconn * c, PostgresHandle(tx));
+      PGresult* r = PQexec(c, "SHOW plan_cache_mode");
+      if (PQresultStatus(r) == PGRES_TUPLES_OK) mode = PQgetvalue(r, 0, 0);
+      PQclear(r);
+      return Status::OK();
+    }));
+    EXPECT_EQ(mode, configured->text(0, 0)) << "Tx " << i;
+  }
+}
+
 TEST_F(PgStoreTest, Spec8_CommittingThroughTheHandleIsRefused) {
   auto e = OpenEngine();
   ASSERT_NE(e, nullptr);
