@@ -206,6 +206,10 @@ void GroupCommit::LeadGroup(const CallOptions& call, Request* leader) {
     // was taken, and whoever is queued stays queued.
     if (leader == nullptr) return;
     std::lock_guard<std::mutex> g(mu_);
+    // With several leaders another group may have taken the leader's own
+    // request while this one waited for the store: that group answers it,
+    // and it is no longer queued (erasing it would erase end()).
+    if (leader->state != State::kQueued) return;
     queue_.erase(std::find(queue_.begin(), queue_.end(), leader));
     leader->status = s;
     leader->state = State::kDone;

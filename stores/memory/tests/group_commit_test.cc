@@ -42,6 +42,14 @@ class ProbeStore : public StoreWrapper {
       std::lock_guard<std::mutex> l(mu_);
       writers_.push_back(std::this_thread::get_id());
     }
+    if (kind == TxnKind::kWrite && refuse_next_.exchange(false)) {
+      // As a BEGIN that fails after a wait: parks, then never runs the body.
+      std::unique_lock<std::mutex> l(mu_);
+      holding_ = true;
+      cv_.notify_all();
+      cv_.wait(l, [&] { return !holding_; });
+      return Status::Unavailable("injected: the transaction could not begin");
+    }
     Status s = StoreWrapper::Run(kind, options, [&](StoreTxn& txn) -> Status {
       Status ran = body(txn);
       // Parks after the body, so the held group has already taken its members
@@ -73,6 +81,9 @@ class ProbeStore : public StoreWrapper {
     holding_ = false;
     cv_.notify_all();
   }
+  // The next write transaction parks before its body until Release(), then
+  // fails without running it.
+  void RefuseNext() { refuse_next_ = true; }
   void FailNextCommitsAsUnknown(int n) { unknown_commits_ = n; }
   int runs() const { return runs_.load(); }
   // The thread that ran each write transaction, in order.
@@ -102,6 +113,7 @@ class ProbeStore : public StoreWrapper {
   std::atomic<int> runs_{0};
   std::atomic<int> savepoints_{0};
   std::atomic<bool> hold_next_{false};
+  std::atomic<bool> refuse_next_{false};
   std::atomic<int> unknown_commits_{0};
   std::mutex mu_;
   std::condition_variable cv_;
@@ -351,6 +363,29 @@ TEST_F(GroupCommitTest, Spec9_SeveralLeadersStillRunEveryRequestExactlyOnce) {
       EXPECT_EQ(q.count("q" + std::to_string(i)), 1u);
     }
   }
+}
+
+// With several leaders (a shared store), a leader waiting for its
+// transaction to begin may have its own request taken and committed by the
+// other group meanwhile. If its transaction then never begins, its caller
+// gets that group's answer — not the failure to begin — and the request
+// leaves the queue once (before, the queue erased a request it no longer
+// held: memory corruption ASan caught in PgStoreTest's server restart).
+TEST_F(GroupCommitTest, Spec9_ALeaderWhoseTransactionNeverBeganGetsTheAnswerOfTheGroupThatTookIt) {
+  GroupCommit gc(store_.get(), 8, /*max_leaders=*/2);
+  std::atomic<int> ran{0};
+  store_->RefuseNext();
+  Status first;
+  std::thread a([&] { first = gc.Write({}, Body(1, Status::OK(), &ran)); });
+  store_->WaitHolding();  // the first caller leads, waiting for its transaction
+  const Status second = gc.Write({}, Body(2, Status::OK(), &ran));  // leads, takes both
+  EXPECT_TRUE(second.ok()) << second.ToString();
+  store_->Release();
+  a.join();
+  EXPECT_TRUE(first.ok()) << first.ToString();
+  EXPECT_EQ(ran.load(), 2);
+  EXPECT_EQ(Queues(), (std::set<std::string>{"q1", "q2"}));
+  EXPECT_EQ(gc.queued(), 0u);
 }
 
 // RunsAlone() — what lets a body tell the store that its final call
