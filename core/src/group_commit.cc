@@ -149,8 +149,8 @@ Status GroupCommit::Write(const CallOptions& call,
 // Runs one group transaction, waiting for the store as `call` says. On
 // return, every request it took is done; `leader` (the caller's own request,
 // or null when leading on for others) may still be queued (not taken because
-// the group was full, or the transaction never started), and if it was
-// cancelled it is done too.
+// the group was full), taken by another leader's group (several leaders), or
+// done here (its transaction never started: cancelled, or BEGIN failed).
 void GroupCommit::LeadGroup(const CallOptions& call, Request* leader) {
   using State = Request::State;
   std::vector<Request*> taken;

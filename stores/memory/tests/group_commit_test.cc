@@ -29,7 +29,8 @@ namespace mqlite::internal {
 namespace {
 
 // Counts transactions and savepoints; can hold the writer (the next write
-// Run blocks after its body, before its commit, until released) and can report a commit as
+// Run blocks after its body, before its commit, until released), refuse the
+// next write after holding it (a BEGIN that fails) and report a commit as
 // OutcomeUnknown after it really committed.
 class ProbeStore : public StoreWrapper {
  public:
@@ -43,11 +44,7 @@ class ProbeStore : public StoreWrapper {
       writers_.push_back(std::this_thread::get_id());
     }
     if (kind == TxnKind::kWrite && refuse_next_.exchange(false)) {
-      // As a BEGIN that fails after a wait: parks, then never runs the body.
-      std::unique_lock<std::mutex> l(mu_);
-      holding_ = true;
-      cv_.notify_all();
-      cv_.wait(l, [&] { return !holding_; });
+      Park();  // as a BEGIN that fails after a wait: the body never runs
       return Status::Unavailable("injected: the transaction could not begin");
     }
     Status s = StoreWrapper::Run(kind, options, [&](StoreTxn& txn) -> Status {
@@ -55,12 +52,7 @@ class ProbeStore : public StoreWrapper {
       // Parks after the body, so the held group has already taken its members
       // (only the callers queued before it) and callers arriving now queue
       // behind it: GroupCommit::queued() counts exactly them.
-      if (hold_next_.exchange(false)) {
-        std::unique_lock<std::mutex> l(mu_);
-        holding_ = true;
-        cv_.notify_all();
-        cv_.wait(l, [&] { return !holding_; });
-      }
+      if (hold_next_.exchange(false)) Park();
       return ran;
     });
     if (s.ok() && kind == TxnKind::kWrite && unknown_commits_.load() > 0) {
@@ -110,6 +102,14 @@ class ProbeStore : public StoreWrapper {
   }
 
  private:
+  // Holding until Release(); WaitHolding() returns once here.
+  void Park() {
+    std::unique_lock<std::mutex> l(mu_);
+    holding_ = true;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return !holding_; });
+  }
+
   std::atomic<int> runs_{0};
   std::atomic<int> savepoints_{0};
   std::atomic<bool> hold_next_{false};

@@ -1621,9 +1621,10 @@ class PgStore final : public Store {
         c.Query(FillSchema("SELECT reltuples::bigint FROM pg_class WHERE oid = '{s}.messages'::regclass",
                            s),
                 "the messages table's size"));
-    const bool never_analyzed = size.i64(0, 0) < 0;
+    const int64_t reltuples = size.i64(0, 0);  // -1: never analyzed
+    const bool never_analyzed = reltuples < 0;
     if (!never_analyzed) seen_analyzed_.store(true, std::memory_order_relaxed);
-    const int64_t live = std::max<int64_t>(0, size.i64(0, 0));
+    const int64_t live = std::max<int64_t>(0, reltuples);
     const bool vacuum = dead >= least && dead >= live / 5;
     const bool analyze = (written >= least && written >= live / 10) ||
                          (never_analyzed && written >= kFreshAnalyzeRows);
@@ -1806,7 +1807,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const PostgresOptions& options)
   // the claim afresh on every Receive — 0.3–0.5 ms against 0.1 ms to run it
   // (pg_stat_statements, claim_paired/1000000) — because the claim's generic
   // cost estimate is higher than its custom ones. A Tx's application code
-  // gets `auto` back (NativeHandle).
+  // gets the server's setting back (NativeHandle).
   po.session_setup = {"SET bytea_output TO hex", "SET synchronous_commit TO " + sync,
                       kReadOnlyByDefault, kGenericPlans};
   MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgPool> pool, PgPool::Create(std::move(po)));
