@@ -478,6 +478,16 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
   int64_t queue_id = 0;
   bool woken = false;                      // this claim follows a wait
   uint64_t woken_gen = 0, woken_feed = 0;  // the wake-up counters when it ended
+  // A feed that reports only watched queues (spec.md §9): after sleeping
+  // feed_watch_after_ms without a wake-up, the waiter watches its queue for
+  // the rest of the call and claims again before it sleeps on the feed.
+  const int64_t watch_after = impl_->feed ? impl_->caps.feed_watch_after_ms : -1;
+  std::unique_ptr<FeedWatch> watch;
+  bool watched = false;   // Watch was called (it may have failed)
+  bool fresh = false;     // the next claim must begin after the watch
+  bool sleep_on = false;  // the watch covers the last claim: wait again, no claim
+  auto claim_began = SteadyClock::now();
+  uint64_t last_gen = 0, last_feed = 0;  // the counters the last claim began at
   for (;;) {
     // The wake-up counters this claim began at (a wait after it ends on any
     // change since).
@@ -487,7 +497,13 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
     // already show that nothing came since the wake-up.
     bool skip = false;
     std::optional<ClaimRoundEnd> round;
-    if (!woken || options.attempt_id) {
+    if (sleep_on) {
+      sleep_on = false;
+      skip = true;
+      gen = last_gen;
+      feed_seq = last_feed;
+    } else if (!woken || options.attempt_id || fresh) {
+      fresh = false;
       gen = impl_->WakeGen();
       feed_seq = impl_->FeedSeq();
     } else {
@@ -517,6 +533,9 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
     std::vector<Message> got;
     bool replayed = false;
     if (!skip) {
+      claim_began = SteadyClock::now();
+      last_gen = gen;
+      last_feed = feed_seq;
       MQLITE_RETURN_IF_ERROR(impl_->Write(call, [&](StoreTxn& txn) -> Status {
         MQLITE_ASSIGN_OR_RETURN(QueueRecord q, Impl::LookupQueue(txn, queue));
         queue_id = q.id;
@@ -562,14 +581,32 @@ Result<std::vector<Message>> Engine::Receive(std::string_view queue,
     std::unique_lock<std::mutex> l(impl_->mu);
     if (SteadyClock::now() >= wait_end) return got;
     impl_->waiters.fetch_add(1);
-    const auto until = std::min({wait_end, SteadyClock::now() + recheck, call.deadline});
-    impl_->cv.wait_until(l, call.stop_token, until, [&] {
+    auto until = std::min({wait_end, SteadyClock::now() + recheck, call.deadline});
+    const bool may_watch = watch_after >= 0 && !watched && queue_id != 0;
+    if (may_watch) {
+      until = std::min(until, SteadyClock::now() + std::chrono::milliseconds(watch_after));
+    }
+    const bool changed = impl_->cv.wait_until(l, call.stop_token, until, [&] {
       return impl_->closed.load() || impl_->wake_gen.load() != gen ||
              impl_->QueueChangedSince(queue_id, feed_seq);
     });
     impl_->waiters.fetch_sub(1);
     if (impl_->closed.load()) {
       return Status::Closed(QueueLabel(queue) + ": engine closed during Receive");
+    }
+    if (may_watch && !changed && SteadyClock::now() < wait_end) {
+      l.unlock();
+      MQLITE_RETURN_IF_ERROR(CheckCancelled(call, "Receive"));
+      watched = true;
+      // A failed watch leaves the poll interval in charge, as a lost
+      // listening session does.
+      if (auto w = impl_->feed->Watch(queue_id, claim_began); w.ok()) watch = std::move(*w);
+      if (watch && !watch->claim_again) {
+        sleep_on = true;
+      } else {
+        fresh = true;
+      }
+      continue;
     }
     woken = true;
     woken_gen = impl_->wake_gen.load();

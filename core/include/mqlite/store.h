@@ -87,6 +87,12 @@ struct StoreCapabilities {
   // Store::Subscribe is implemented: a long-poll wakes when any engine or
   // process sharing the data commits a change to its queue (spec.md §9).
   bool change_feed = false;
+  // The change feed reports another engine's commits to a queue only while
+  // some subscription watches that queue (ChangeSubscription::Watch), so
+  // that commits nobody waits for cost no wake-ups: a long-poll that slept
+  // this long without a wake-up (ms, ≥ 0) watches its queue and claims
+  // again. Absent (-1): every change is reported, no Watch is needed.
+  int64_t feed_watch_after_ms = -1;
   // Store::TryLockMaintenance is implemented: engines sharing the data take
   // turns maintaining each queue, and a maintenance pass skips a queue
   // another engine is maintaining (spec.md §9).
@@ -541,11 +547,40 @@ struct RunOptions {
 // Store::Subscribe.
 using ChangeCallback = std::function<void(int64_t queue_id)>;
 
+// A subscription's watch on one queue (ChangeSubscription::Watch), held
+// while a long-poll sleeps: destroying it ends the watch.
+class FeedWatch {
+ public:
+  virtual ~FeedWatch() = default;
+  // False when the feed already watched the queue, without a gap, since the
+  // time Watch was given: every commit the caller's last claim could not
+  // see is then reported, and no claim is needed before sleeping.
+  bool claim_again = true;
+};
+
 // A live subscription to a change feed: destroying it stops the callbacks,
 // waiting for one in progress to return.
 class ChangeSubscription {
  public:
   virtual ~ChangeSubscription() = default;
+  // For a feed that reports a queue only while it is watched
+  // (StoreCapabilities::feed_watch_after_ms ≥ 0; spec.md §9): returns once
+  // the watch is in effect — from then until the returned object is
+  // destroyed, every commit by any engine that may make a message of queue
+  // `queue_id` claimable is reported to this subscription. A commit the
+  // feed stayed silent about happened before Watch returned, so the caller
+  // claims again after it returns and only then sleeps — unless the watch
+  // says the feed watched the queue since `claim_began` (FeedWatch::
+  // claim_again), the time the caller's last claim began. An error: the feed
+  // cannot watch now (the caller falls back to its poll interval). May
+  // block for a round trip; never call it holding a lock the callback takes.
+  // Default (a feed that reports every change): no watch is needed, null.
+  virtual Result<std::unique_ptr<FeedWatch>> Watch(
+      int64_t queue_id, std::chrono::steady_clock::time_point claim_began) {
+    (void)queue_id;
+    (void)claim_began;
+    return std::unique_ptr<FeedWatch>();
+  }
 };
 
 // A held per-queue maintenance lock (Store::TryLockMaintenance): destroying
@@ -591,9 +626,11 @@ class Store {
   // claimable and need not call it (a long-poll has nothing new to find). At
   // least once per such commit and queue; spurious calls (a queue that did
   // not change, a transaction that rolled back) are allowed, missed ones are
-  // not. Called on any thread and never while the caller of Run
-  // could be blocked on it; on_change must be quick and must not call into
-  // the store. Default: Unimplemented (the engine then re-checks long-polls
+  // not — except that a feed with feed_watch_after_ms ≥ 0 may stay silent
+  // about another engine's commit to a queue no subscription watched when
+  // it committed (ChangeSubscription::Watch). Called on any thread and
+  // never while the caller of Run could be blocked on it; on_change must be
+  // quick and must not call into the store. Default: Unimplemented (the engine then re-checks long-polls
   // every EngineOptions::poll_interval_ms).
   virtual Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) {
     (void)on_change;

@@ -68,8 +68,9 @@ constexpr int kDead = static_cast<int>(MessageState::kDeadLettered);
 
 // An advisory lock key: FNV-1a over (kind, schema, id, key). Kinds: 'g'
 // group membership, 'd' dedup key, 'a' attempt id, 'm' queue maintenance,
-// 'e' engine registration. A collision only serialises two unrelated
-// things; it never breaks one.
+// 'e' engine registration, 'w' a queue watched by a long-poll (Listener). A
+// collision (odds 2^-64 a pair) only serialises two unrelated things or
+// sends a spurious wake-up; it never breaks one.
 int64_t LockKey(char kind, std::string_view schema, int64_t id, std::string_view key = {}) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](const void* p, size_t n) {
@@ -244,6 +245,32 @@ class QueueCache {
   std::map<std::string, Entry, std::less<>> by_name_;
 };
 
+// The statement that announces commits to queues `ids` (and, with
+// `queues_changed`, to every engine's queue cache: "*"), run in a transaction
+// of its own after the COMMIT. Channel and payload are [a-z0-9_,*] only, so
+// no quoting. A queue's wake-up goes out only if some engine watches the
+// queue (Listener::Watch: a shared session lock on its 'w' key, held by the
+// watcher's listening session): the exclusive try-lock fails exactly then.
+// A watch that begins after the try-lock precedes the watcher's next claim,
+// which sees the commit; a watch held at the try-lock gets the wake-up.
+// (Two notifiers racing for one key: the loser notifies — spurious, allowed.)
+// A queue change ("*") always goes out, with every id.
+std::string NotifySql(const std::string& channel, std::string_view schema,
+                      const std::vector<int64_t>& ids, bool queues_changed) {
+  std::string list;
+  for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  if (queues_changed) {
+    return "SELECT pg_notify('" + channel + "', '" + list + (list.empty() ? "*" : ",*") + "')";
+  }
+  std::string rows;
+  for (int64_t id : ids) {
+    rows += (rows.empty() ? "(" : ",(") + std::to_string(id) + "," +
+            std::to_string(LockKey('w', schema, id)) + ")";
+  }
+  return "SELECT pg_notify('" + channel + "', string_agg(q::text, ',')) FROM (VALUES " + rows +
+         ") v(q, k) WHERE NOT pg_try_advisory_xact_lock(k) HAVING count(*) > 0";
+}
+
 // Wake-ups coalesced per queue (PostgresOptions::notify_coalesce_ms). A
 // notification costs more than the send it announces: the server signals
 // every listening backend, which runs a transaction to read it, and each
@@ -263,8 +290,12 @@ class QueueCache {
 class NotifyCoalescer {
  public:
   using Clock = std::chrono::steady_clock;
-  NotifyCoalescer(std::string url, std::string channel, std::chrono::milliseconds window)
-      : url_(std::move(url)), channel_(std::move(channel)), window_(window) {}
+  NotifyCoalescer(std::string url, std::string schema, std::string channel,
+                  std::chrono::milliseconds window)
+      : url_(std::move(url)),
+        schema_(std::move(schema)),
+        channel_(std::move(channel)),
+        window_(window) {}
   // Sends what is pending (best effort) and stops the thread.
   ~NotifyCoalescer() {
     {
@@ -361,14 +392,12 @@ class NotifyCoalescer {
       conn_.reset();
       MQLITE_ASSIGN_OR_RETURN(conn_, PgConn::Connect(url_));
     }
-    std::string list;
-    for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
-    return conn_->Simple("SELECT pg_notify('" + channel_ + "', '" + list + "')",
-                         "coalesced notification");
+    return conn_->Simple(NotifySql(channel_, schema_, ids, false), "coalesced notification");
   }
 
   static constexpr std::chrono::milliseconds kRetry{100};
   const std::string url_;
+  const std::string schema_;
   const std::string channel_;
   const std::chrono::milliseconds window_;
   std::mutex mu_;
@@ -417,10 +446,7 @@ class PgTxn final : public StoreTxn {
     std::vector<int64_t> now = woke_;
     if (coalescer_ != nullptr && !queues_changed_) now = coalescer_->Take(woke_, &later_);
     if (now.empty()) return "";
-    std::string ids;
-    for (int64_t id : now) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    if (queues_changed_) ids += ",*";
-    return "SELECT pg_notify('" + channel_ + "', '" + ids + "')";
+    return NotifySql(channel_, schema_, now, queues_changed_);
   }
   // Queues this transaction woke without announcing them (NotifyCoalescer).
   const std::vector<int64_t>& later() const { return later_; }
@@ -1326,8 +1352,17 @@ class PgTxn final : public StoreTxn {
 // they go to the store's ChangeHub. When the session is lost, it reconnects
 // and then wakes every queue once, since notifications sent meanwhile are
 // gone (spurious wake-ups are allowed, missed ones are not).
+//
+// Watches (ChangeSubscription::Watch, spec.md §9): commits announce a queue
+// only while some engine watches it (NotifySql), and this session holds a
+// shared advisory lock on the queue's 'w' key for each queue a long-poll of
+// this store watches — kept for kWatchLinger after the last watcher left,
+// so a queue whose waiters come and go costs one lock, not one per wait.
+// The locks die with the session; a reconnect takes them again before it
+// wakes every queue.
 class Listener {
  public:
+  using Clock = std::chrono::steady_clock;
   // `queues_changed` is called when another engine reports a queue change
   // ("*" in a notification) and after a reconnect (what was missed is
   // unknown).
@@ -1339,9 +1374,12 @@ class Listener {
         hub_(std::move(hub)),
         queues_changed_(std::move(queues_changed)) {}
   ~Listener() {
-    stop_.store(true);
-    const uint64_t one = 1;
-    if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);  // ends the poll at once
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    Poke();  // ends the poll at once
     if (thread_.joinable()) thread_.join();
     if (wake_fd_ >= 0) ::close(wake_fd_);
   }
@@ -1349,47 +1387,177 @@ class Listener {
   // Connects and LISTENs before returning, so no commit after Subscribe
   // returns can be missed; then watches on a thread of its own.
   Status Start() {
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) return Status::Internal("PostgreSQL change feed: eventfd failed");
     MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, Connect());
     thread_ = std::thread([this, c = std::move(c)]() mutable { Loop(std::move(c)); });
     return Status::OK();
   }
 
+  // Adds a watcher of `queue_id` and returns once this session holds the
+  // queue's watch lock (or Unavailable after kWatchWait: the session is
+  // down; the watcher is removed again). *held_since_before: it held the
+  // lock, without a gap, since before `since`.
+  Status Watch(int64_t queue_id, Clock::time_point since, bool* held_since_before) {
+    std::unique_lock<std::mutex> l(mu_);
+    Watched& w = watched_[queue_id];
+    ++w.holders;
+    *held_since_before = w.locked && w.locked_at < since;
+    if (w.locked) return Status::OK();
+    if (connected_) {
+      l.unlock();
+      Poke();
+      l.lock();
+      if (cv_.wait_for(l, kWatchWait, [&] {
+            return stop_ || !connected_ || watched_[queue_id].locked;
+          }) &&
+          watched_[queue_id].locked) {
+        return Status::OK();
+      }
+    }
+    Unwatch(queue_id, l);
+    return Status::Unavailable("PostgreSQL change feed: could not watch queue " +
+                               std::to_string(queue_id) + " (listening session unavailable)");
+  }
+  void Unwatch(int64_t queue_id) {
+    std::unique_lock<std::mutex> l(mu_);
+    Unwatch(queue_id, l);
+  }
+
  private:
+  struct Watched {
+    int holders = 0;
+    bool locked = false;          // this session holds the queue's watch lock
+    Clock::time_point locked_at;  // when it took it (after the server granted it)
+    Clock::time_point idle;       // when holders last fell to 0
+  };
+  static constexpr std::chrono::milliseconds kWatchLinger{1'000};
+  static constexpr std::chrono::milliseconds kWatchWait{1'000};
+
+  void Unwatch(int64_t queue_id, std::unique_lock<std::mutex>&) {
+    auto it = watched_.find(queue_id);
+    if (it == watched_.end() || --it->second.holders > 0) return;
+    it->second.idle = Clock::now();
+    if (!it->second.locked) watched_.erase(it);
+  }
+
+  void Poke() {
+    const uint64_t one = 1;
+    if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);
+  }
+
   Result<std::unique_ptr<PgConn>> Connect() {
     MQLITE_ASSIGN_OR_RETURN(std::unique_ptr<PgConn> c, PgConn::Connect(url_));
     MQLITE_RETURN_IF_ERROR(c->Simple("LISTEN " + channel_, "LISTEN for the change feed"));
     return c;
   }
 
+  // Takes the watch locks that are wanted and not held, and lets go of
+  // those idle past the linger, in one round trip. False: the session failed.
+  bool SyncWatches(PgConn& conn) {
+    std::vector<int64_t> take, drop;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      const auto now = Clock::now();
+      for (const auto& [id, w] : watched_) {
+        if (w.holders > 0 && !w.locked) take.push_back(id);
+        if (w.holders == 0 && w.locked && now - w.idle >= kWatchLinger) drop.push_back(id);
+      }
+    }
+    if (take.empty() && drop.empty()) return true;
+    std::string sql;
+    for (int64_t id : take) {
+      sql += "SELECT pg_advisory_lock_shared(" + std::to_string(LockKey('w', schema_, id)) + ");";
+    }
+    for (int64_t id : drop) {
+      sql += "SELECT pg_advisory_unlock_shared(" + std::to_string(LockKey('w', schema_, id)) + ");";
+    }
+    if (!conn.Simple(sql, "watch queues for the change feed").ok()) return false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      const auto now = Clock::now();
+      for (int64_t id : take) {
+        watched_[id].locked = true;
+        watched_[id].locked_at = now;
+      }
+      for (int64_t id : drop) {
+        auto it = watched_.find(id);
+        if (it == watched_.end()) continue;
+        it->second.locked = false;
+        if (it->second.holders == 0) watched_.erase(it);
+      }
+    }
+    cv_.notify_all();
+    return true;
+  }
+
+  // How long the poll may sleep: until the next watch lock may be let go.
+  int PollTimeoutMs() {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [id, w] : watched_) {
+      if (w.locked && w.holders == 0) return static_cast<int>(kWatchLinger.count() / 4);
+    }
+    return -1;
+  }
+
   void Loop(std::unique_ptr<PgConn> conn) {
-    while (!stop_.load()) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (stop_) return;
+      }
       if (!conn || conn->broken()) {
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          connected_ = false;
+          for (auto& [id, w] : watched_) w.locked = false;  // they went with the old session
+        }
+        cv_.notify_all();  // waiting watchers give up
         conn.reset();
         pollfd stop{wake_fd_, POLLIN, 0};
-        if (::poll(&stop, 1, 100) > 0) break;  // stopping
+        if (::poll(&stop, 1, 100) > 0) {
+          Drain();
+          continue;  // stopping, or a watcher that will find the session down
+        }
         auto c = Connect();
         if (!c.has_value()) continue;
         conn = std::move(*c);
+        if (!SyncWatches(*conn)) continue;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          connected_ = true;
+        }
         queues_changed_();
         WakeAll(*conn);
       }
+      if (!SyncWatches(*conn)) continue;
+      Dispatch(*conn);  // what arrived during the round trip
       pollfd pfd[2] = {{PQsocket(conn->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      if (::poll(pfd, 2, -1) <= 0 || (pfd[1].revents & POLLIN)) continue;
-      if (PQconsumeInput(conn->raw()) == 0) {
+      const int n = ::poll(pfd, 2, PollTimeoutMs());
+      if (n <= 0) continue;
+      if (pfd[1].revents & POLLIN) Drain();
+      if ((pfd[0].revents & (POLLIN | POLLERR | POLLHUP)) && PQconsumeInput(conn->raw()) == 0) {
         conn.reset();
         continue;
       }
-      std::vector<int64_t> ids;
-      bool queues = false;
-      while (PGnotify* n = PQnotifies(conn->raw())) {
-        Parse(n->extra ? n->extra : "", &ids, &queues);
-        PQfreemem(n);
-      }
-      if (queues) queues_changed_();  // before the wake-ups, which may read them
-      if (!ids.empty()) hub_->Publish(ids);
+      Dispatch(*conn);
     }
+  }
+
+  void Drain() {
+    uint64_t v = 0;
+    (void)!::read(wake_fd_, &v, sizeof v);
+  }
+
+  void Dispatch(PgConn& conn) {
+    std::vector<int64_t> ids;
+    bool queues = false;
+    while (PGnotify* n = PQnotifies(conn.raw())) {
+      Parse(n->extra ? n->extra : "", &ids, &queues);
+      PQfreemem(n);
+    }
+    if (queues) queues_changed_();  // before the wake-ups, which may read them
+    if (!ids.empty()) hub_->Publish(ids);
   }
 
   void WakeAll(PgConn& conn) {
@@ -1420,9 +1588,42 @@ class Listener {
   const std::string url_, schema_, channel_;
   std::shared_ptr<ChangeHub> hub_;
   const std::function<void()> queues_changed_;
-  std::atomic<bool> stop_{false};
-  int wake_fd_ = -1;  // written once to stop the thread
+  std::mutex mu_;
+  std::condition_variable cv_;  // a watch lock taken; stopping
+  bool stop_ = false;
+  bool connected_ = true;  // false from a lost session until the next one holds the locks
+  std::map<int64_t, Watched> watched_;
+  int wake_fd_ = -1;  // written to stop the thread or to ask for a watch lock
   std::thread thread_;
+};
+
+// A subscription of the store's hub whose Watch goes to the listener.
+class PgSubscription final : public ChangeSubscription {
+ public:
+  PgSubscription(std::unique_ptr<ChangeSubscription> hub_sub, Listener* listener)
+      : hub_sub_(std::move(hub_sub)), listener_(listener) {}
+
+  Result<std::unique_ptr<FeedWatch>> Watch(
+      int64_t queue_id, std::chrono::steady_clock::time_point claim_began) override {
+    bool held = false;
+    MQLITE_RETURN_IF_ERROR(listener_->Watch(queue_id, claim_began, &held));
+    auto w = std::make_unique<Held>(listener_, queue_id);
+    w->claim_again = !held;
+    return std::unique_ptr<FeedWatch>(std::move(w));
+  }
+
+ private:
+  class Held final : public FeedWatch {
+   public:
+    Held(Listener* l, int64_t q) : l_(l), q_(q) {}
+    ~Held() override { l_->Unwatch(q_); }
+
+   private:
+    Listener* l_;
+    int64_t q_;
+  };
+  std::unique_ptr<ChangeSubscription> hub_sub_;
+  Listener* listener_;  // the store's; outlives every subscription (Store::Subscribe)
 };
 
 // ---- Session advisory locks: maintenance try-locks and the registration ----
@@ -1504,7 +1705,8 @@ class PgStore final : public Store {
     locks_->url = options_.url;
     if (options_.change_feed && options_.notify_coalesce_ms > 0) {
       coalescer_ = std::make_unique<NotifyCoalescer>(
-          options_.url, channel_, std::chrono::milliseconds(options_.notify_coalesce_ms));
+          options_.url, options_.schema, channel_,
+          std::chrono::milliseconds(options_.notify_coalesce_ms));
     }
   }
   ~PgStore() override {
@@ -1522,6 +1724,7 @@ class PgStore final : public Store {
     c.write_concurrency = options_.pool_size;
     c.commits_with_final_call = true;
     c.change_feed = options_.change_feed;
+    c.feed_watch_after_ms = options_.notify_coalesce_ms;
     c.maintenance_lock = true;
     c.engine_registry = true;
     return c;
@@ -1666,7 +1869,8 @@ class PgStore final : public Store {
         listener_ = std::move(listener);
       }
     }
-    return hub_->Subscribe(std::move(on_change));
+    return std::unique_ptr<ChangeSubscription>(
+        std::make_unique<PgSubscription>(hub_->Subscribe(std::move(on_change)), listener_.get()));
   }
 
   Result<std::unique_ptr<MaintenanceLock>> TryLockMaintenance(int64_t queue_id) override {

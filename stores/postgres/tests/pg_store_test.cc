@@ -54,6 +54,14 @@ class PgStoreTest : public ::testing::Test {
     return o;
   }
   std::unique_ptr<Engine> OpenEngine(EngineOptions eo = {}) { return OpenEngine(Options(), eo); }
+  // A waiter whose long-polls only the change feed can wake before their
+  // wait ends: the poll re-check is a day, no background maintenance.
+  static EngineOptions OnlyTheFeedWakes() {
+    EngineOptions eo;
+    eo.poll_interval_ms = 24LL * 3600 * 1000;
+    eo.background_maintenance = false;
+    return eo;
+  }
   std::unique_ptr<Engine> OpenEngine(const PostgresOptions& o, EngineOptions eo = {}) {
     auto store = OpenPostgresStore(o);
     EXPECT_TRUE(store.has_value()) << store.status().ToString();
@@ -427,10 +435,7 @@ TEST_F(PgStoreTest, Spec9_ASendInsideTheCoalescingWindowStillWakesAnotherEngine)
   o.notify_coalesce_ms = 1'000;
   std::unique_ptr<Engine> sender = OpenEngine(o);
   ASSERT_TRUE(sender);
-  EngineOptions eo;
-  eo.poll_interval_ms = 24LL * 3600 * 1000;
-  eo.background_maintenance = false;
-  std::unique_ptr<Engine> waiter = OpenEngine(o, eo);
+  std::unique_ptr<Engine> waiter = OpenEngine(o, OnlyTheFeedWakes());
   ASSERT_TRUE(waiter);
   MQ_ASSERT_OK(sender->CreateQueue({.name = "q"}).status());
   ReceiveOptions wait;
@@ -462,6 +467,85 @@ TEST_F(PgStoreTest, Spec9_ASendInsideTheCoalescingWindowStillWakesAnotherEngine)
   EXPECT_EQ((*second_got)[0].seq, *second);
   EXPECT_LT(waited, std::chrono::seconds(15))
       << "the long-poll was not woken for the second send; it found it when its wait ended";
+}
+
+// Wake-ups go only to queues some engine watches (spec.md §9: a long-poll
+// that slept notify_coalesce_ms without a wake-up watches its queue). A raw
+// LISTEN session on the store's channel sees what the engines send; a marker
+// notification sent after the sends arrives after anything they sent
+// (notifications are delivered in commit order), so "nothing before the
+// marker" is exact, not a timeout.
+TEST_F(PgStoreTest, Spec9_OnlyAWatchedQueuesCommitsWakeOtherEngines) {
+  PostgresOptions o = Options();
+  o.notify_coalesce_ms = 0;  // else the coalescer could hold a wake-up back
+  std::unique_ptr<Engine> sender = OpenEngine(o);
+  ASSERT_TRUE(sender);
+  std::unique_ptr<Engine> waiter = OpenEngine(o, OnlyTheFeedWakes());
+  ASSERT_TRUE(waiter);
+  MQ_ASSERT_OK(sender->CreateQueue({.name = "q"}).status());
+  auto id = admin_->Query("SELECT id FROM " + schema_ + ".queues WHERE name = 'q'", "queue id");
+  ASSERT_TRUE(id.has_value() && id->rows() == 1) << id.status().ToString();
+  const int64_t queue_id = id->i64(0, 0);
+  const std::string channel = "mqlite_" + schema_;
+  auto listen = PgConn::Connect(TestUrl());
+  ASSERT_TRUE(listen.has_value()) << listen.status().ToString();
+  MQ_ASSERT_OK((*listen)->Simple("LISTEN " + channel, "listen"));
+  // The payloads received up to the marker, which this sends now.
+  auto until_marker = [&]() -> std::vector<std::string> {
+    EXPECT_TRUE(admin_->Simple("SELECT pg_notify('" + channel + "', 'marker')", "marker").ok());
+    std::vector<std::string> got;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < end) {
+      if (PQconsumeInput((*listen)->raw()) == 0) break;
+      while (PGnotify* n = PQnotifies((*listen)->raw())) {
+        const std::string payload = n->extra ? n->extra : "";
+        PQfreemem(n);
+        if (payload == "marker") return got;
+        got.push_back(payload);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ADD_FAILURE() << "the marker notification never arrived";
+    return got;
+  };
+  // Nobody waits: three sends announce nothing.
+  for (int i = 0; i < 3; ++i) MQ_ASSERT_OK(sender->Send("q", {.body = "x"}).status());
+  EXPECT_EQ(until_marker(), std::vector<std::string>{});
+  ReceiveOptions drain;
+  drain.max_messages = 10;
+  drain.mode = ReceiveMode::kReceiveAndDelete;
+  auto drained = waiter->Receive("q", drain);
+  ASSERT_TRUE(drained.has_value() && drained->size() == 3u) << drained.status().ToString();
+  // A long-poll on the empty queue: it watches the queue after 0 ms and
+  // then holds a shared advisory lock through its listening session.
+  Result<std::vector<Message>> got = Status::Internal("not run");
+  std::chrono::steady_clock::duration waited{};
+  std::thread poll([&] {
+    ReceiveOptions wait;
+    wait.wait_ms = 20'000;
+    const auto start = std::chrono::steady_clock::now();
+    got = waiter->Receive("q", wait);
+    waited = std::chrono::steady_clock::now() - start;
+  });
+  bool watching = false;
+  for (int i = 0; i < 500 && !watching; ++i) {
+    auto r = admin_->Query(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' "
+        "AND granted",
+        "watch lock");
+    watching = r.has_value() && r->i64(0, 0) > 0;
+    if (!watching) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(watching) << "the long-poll never watched its queue";
+  auto sent = sender->Send("q", {.body = "wake"});
+  ASSERT_TRUE(sent.has_value()) << sent.status().ToString();
+  poll.join();
+  ASSERT_TRUE(got.has_value()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].seq, *sent);
+  EXPECT_LT(waited, std::chrono::seconds(15))
+      << "the long-poll was not woken by the send to its watched queue";
+  EXPECT_EQ(until_marker(), std::vector<std::string>{std::to_string(queue_id)});
 }
 
 // Without a change feed the cache still forgets a record within

@@ -38,7 +38,9 @@ struct PostgresOptions {
   // window a queue's first change is announced with its COMMIT and the rest
   // by one notification at the window's end, so another engine's long-poll
   // wakes within about this long of any change (docs/postgres-store.md,
-  // "Change feed").
+  // "Change feed"). Only queues some engine watches are announced: a
+  // long-poll that slept this long without a wake-up watches its queue and
+  // claims again.
   int64_t notify_coalesce_ms = 10;
 };
 
