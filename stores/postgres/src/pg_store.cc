@@ -1434,11 +1434,18 @@ class Listener {
   static constexpr std::chrono::milliseconds kWatchLinger{1'000};
   static constexpr std::chrono::milliseconds kWatchWait{1'000};
 
-  void Unwatch(int64_t queue_id, std::unique_lock<std::mutex>&) {
+  // The last watcher gone: the thread starts timing the linger.
+  void Unwatch(int64_t queue_id, std::unique_lock<std::mutex>& l) {
     auto it = watched_.find(queue_id);
     if (it == watched_.end() || --it->second.holders > 0) return;
     it->second.idle = Clock::now();
-    if (!it->second.locked) watched_.erase(it);
+    if (!it->second.locked) {
+      watched_.erase(it);
+      return;
+    }
+    l.unlock();
+    Poke();
+    l.lock();
   }
 
   void Poke() {
@@ -1453,15 +1460,21 @@ class Listener {
   }
 
   // Takes the watch locks that are wanted and not held, and lets go of
-  // those idle past the linger, in one round trip. False: the session failed.
+  // those idle past the linger, in one round trip. False: the statement
+  // failed (the caller then drops the session, and the locks with it).
   bool SyncWatches(PgConn& conn) {
     std::vector<int64_t> take, drop;
     {
       std::lock_guard<std::mutex> l(mu_);
       const auto now = Clock::now();
-      for (const auto& [id, w] : watched_) {
+      for (auto& [id, w] : watched_) {
         if (w.holders > 0 && !w.locked) take.push_back(id);
-        if (w.holders == 0 && w.locked && now - w.idle >= kWatchLinger) drop.push_back(id);
+        if (w.holders == 0 && w.locked && now - w.idle >= kWatchLinger) {
+          // Not held from now on: a Watch arriving during the round trip
+          // waits for the next one to take the lock again.
+          w.locked = false;
+          drop.push_back(id);
+        }
       }
     }
     if (take.empty() && drop.empty()) return true;
@@ -1482,9 +1495,9 @@ class Listener {
       }
       for (int64_t id : drop) {
         auto it = watched_.find(id);
-        if (it == watched_.end()) continue;
-        it->second.locked = false;
-        if (it->second.holders == 0) watched_.erase(it);
+        if (it != watched_.end() && it->second.holders == 0 && !it->second.locked) {
+          watched_.erase(it);
+        }
       }
     }
     cv_.notify_all();
@@ -1522,7 +1535,10 @@ class Listener {
         auto c = Connect();
         if (!c.has_value()) continue;
         conn = std::move(*c);
-        if (!SyncWatches(*conn)) continue;
+        if (!SyncWatches(*conn)) {
+          conn.reset();
+          continue;
+        }
         {
           std::lock_guard<std::mutex> l(mu_);
           connected_ = true;
@@ -1530,7 +1546,10 @@ class Listener {
         queues_changed_();
         WakeAll(*conn);
       }
-      if (!SyncWatches(*conn)) continue;
+      if (!SyncWatches(*conn)) {
+        conn.reset();
+        continue;
+      }
       Dispatch(*conn);  // what arrived during the round trip
       pollfd pfd[2] = {{PQsocket(conn->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
       const int n = ::poll(pfd, 2, PollTimeoutMs());

@@ -54,6 +54,53 @@ class PgStoreTest : public ::testing::Test {
     return o;
   }
   std::unique_ptr<Engine> OpenEngine(EngineOptions eo = {}) { return OpenEngine(Options(), eo); }
+  // A Receive on `queue` with a 20 s wait, on a thread of its own.
+  struct LongPoll {
+    Result<std::vector<Message>> got = Status::Internal("not run");
+    std::chrono::steady_clock::duration waited{};
+    std::thread thread;
+    ~LongPoll() {
+      if (thread.joinable()) thread.join();  // a test that stopped early
+    }
+  };
+  static std::unique_ptr<LongPoll> StartLongPoll(Engine& e, const std::string& queue) {
+    auto p = std::make_unique<LongPoll>();
+    p->thread = std::thread([&e, queue, p = p.get()] {
+      ReceiveOptions wait;
+      wait.wait_ms = 20'000;
+      const auto start = std::chrono::steady_clock::now();
+      p->got = e.Receive(queue, wait);
+      p->waited = std::chrono::steady_clock::now() - start;
+    });
+    return p;
+  }
+  // Joins it and checks that it was woken (well before its wait ended) and
+  // returned the message `seq`.
+  static void ExpectWokenFor(LongPoll& p, int64_t seq) {
+    p.thread.join();
+    ASSERT_TRUE(p.got.has_value()) << p.got.status().ToString();
+    ASSERT_EQ(p.got->size(), 1u);
+    EXPECT_EQ((*p.got)[0].seq, seq);
+    EXPECT_LT(p.waited, std::chrono::seconds(15))
+        << "the long-poll was not woken; it found the message when its wait ended";
+  }
+  // The pid of a backend holding a change-feed watch lock (a shared advisory
+  // lock) other than `not_pid`, once there is one (up to 10 s; "" if none).
+  std::string AwaitWatcher(const std::string& not_pid = "") {
+    for (int i = 0; i < 1'000; ++i) {
+      auto r = admin_->Query(
+          "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND "
+          "granted",
+          "watch lock");
+      for (int row = 0; r.has_value() && row < r->rows(); ++row) {
+        const std::string pid = std::to_string(r->i64(row, 0));
+        if (pid != not_pid) return pid;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return "";
+  }
+
   // A waiter whose long-polls only the change feed can wake before their
   // wait ends: the poll re-check is a day, no background maintenance.
   static EngineOptions OnlyTheFeedWakes() {
@@ -518,34 +565,35 @@ TEST_F(PgStoreTest, Spec9_OnlyAWatchedQueuesCommitsWakeOtherEngines) {
   ASSERT_TRUE(drained.has_value() && drained->size() == 3u) << drained.status().ToString();
   // A long-poll on the empty queue: it watches the queue after 0 ms and
   // then holds a shared advisory lock through its listening session.
-  Result<std::vector<Message>> got = Status::Internal("not run");
-  std::chrono::steady_clock::duration waited{};
-  std::thread poll([&] {
-    ReceiveOptions wait;
-    wait.wait_ms = 20'000;
-    const auto start = std::chrono::steady_clock::now();
-    got = waiter->Receive("q", wait);
-    waited = std::chrono::steady_clock::now() - start;
-  });
-  bool watching = false;
-  for (int i = 0; i < 500 && !watching; ++i) {
-    auto r = admin_->Query(
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' "
-        "AND granted",
-        "watch lock");
-    watching = r.has_value() && r->i64(0, 0) > 0;
-    if (!watching) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(watching) << "the long-poll never watched its queue";
+  auto poll = StartLongPoll(*waiter, "q");
+  EXPECT_NE(AwaitWatcher(), "") << "the long-poll never watched its queue";
   auto sent = sender->Send("q", {.body = "wake"});
   ASSERT_TRUE(sent.has_value()) << sent.status().ToString();
-  poll.join();
-  ASSERT_TRUE(got.has_value()) << got.status().ToString();
-  ASSERT_EQ(got->size(), 1u);
-  EXPECT_EQ((*got)[0].seq, *sent);
-  EXPECT_LT(waited, std::chrono::seconds(15))
-      << "the long-poll was not woken by the send to its watched queue";
+  ExpectWokenFor(*poll, *sent);
   EXPECT_EQ(until_marker(), std::vector<std::string>{std::to_string(queue_id)});
+}
+
+// A watch lives in the listening session's lock: when that session is
+// killed, the listener reconnects and takes the lock again before waking
+// every queue, so a long-poll that watched before the kill is still woken by
+// a send after it (without the new lock the send would announce nothing and
+// the waiter would sleep until its 20 s wait ends).
+TEST_F(PgStoreTest, Spec9_AWatchSurvivesItsListeningSessionBeingKilled) {
+  PostgresOptions o = Options();
+  o.notify_coalesce_ms = 0;
+  std::unique_ptr<Engine> sender = OpenEngine(o);
+  ASSERT_TRUE(sender);
+  std::unique_ptr<Engine> waiter = OpenEngine(o, OnlyTheFeedWakes());
+  ASSERT_TRUE(waiter);
+  MQ_ASSERT_OK(sender->CreateQueue({.name = "q"}).status());
+  auto poll = StartLongPoll(*waiter, "q");
+  const std::string first = AwaitWatcher();
+  ASSERT_FALSE(first.empty()) << "the long-poll never watched its queue";
+  MQ_ASSERT_OK(admin_->Simple("SELECT pg_terminate_backend(" + first + ")", "kill listener"));
+  EXPECT_FALSE(AwaitWatcher(first).empty()) << "the listener never took the watch lock again";
+  auto sent = sender->Send("q", {.body = "after the kill"});
+  ASSERT_TRUE(sent.has_value()) << sent.status().ToString();
+  ExpectWokenFor(*poll, *sent);
 }
 
 // Without a change feed the cache still forgets a record within
