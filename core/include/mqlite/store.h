@@ -630,8 +630,8 @@ class Store {
   // about another engine's commit to a queue no subscription watched when
   // it committed (ChangeSubscription::Watch). Called on any thread and
   // never while the caller of Run could be blocked on it; on_change must be
-  // quick and must not call into the store. Default: Unimplemented (the engine then re-checks long-polls
-  // every EngineOptions::poll_interval_ms).
+  // quick and must not call into the store. Default: Unimplemented (the
+  // engine then re-checks long-polls every EngineOptions::poll_interval_ms).
   virtual Result<std::unique_ptr<ChangeSubscription>> Subscribe(ChangeCallback on_change) {
     (void)on_change;
     return Status::Unimplemented("this store has no change feed");

@@ -45,6 +45,7 @@
 #include "mqlite/change_feed.h"
 #include "mqlite/postgres.h"
 #include "mqlite/store_util.h"
+#include "lock_key.h"
 #include "pg_conn.h"
 #include "pool.h"
 #include "queries.h"
@@ -65,28 +66,6 @@ constexpr int kLocked = static_cast<int>(MessageState::kLocked);
 constexpr int kDeferred = static_cast<int>(MessageState::kDeferred);
 constexpr int kScheduled = static_cast<int>(MessageState::kScheduled);
 constexpr int kDead = static_cast<int>(MessageState::kDeadLettered);
-
-// An advisory lock key: FNV-1a over (kind, schema, id, key). Kinds: 'g'
-// group membership, 'd' dedup key, 'a' attempt id, 'm' queue maintenance,
-// 'e' engine registration, 'w' a queue watched by a long-poll (Listener). A
-// collision (odds 2^-64 a pair) only serialises two unrelated things or
-// sends a spurious wake-up; it never breaks one.
-int64_t LockKey(char kind, std::string_view schema, int64_t id, std::string_view key = {}) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const void* p, size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ull;
-    }
-  };
-  mix(&kind, 1);
-  mix(schema.data(), schema.size());
-  mix("", 1);
-  mix(&id, sizeof id);
-  mix(key.data(), key.size());
-  return static_cast<int64_t>(h);
-}
 
 std::string TokenBytes(const LockToken& t) {
   return std::string(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
@@ -257,10 +236,10 @@ class QueueCache {
 // A queue change ("*") always goes out, with every id.
 std::string NotifySql(const std::string& channel, std::string_view schema,
                       const std::vector<int64_t>& ids, bool queues_changed) {
-  std::string list;
-  for (int64_t id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
   if (queues_changed) {
-    return "SELECT pg_notify('" + channel + "', '" + list + (list.empty() ? "*" : ",*") + "')";
+    std::string list;
+    for (int64_t id : ids) list += std::to_string(id) + ",";
+    return "SELECT pg_notify('" + channel + "', '" + list + "*')";
   }
   std::string rows;
   for (int64_t id : ids) {
@@ -1404,16 +1383,12 @@ class Listener {
     ++w.holders;
     *held_since_before = w.locked && w.locked_at < since;
     if (w.locked) return Status::OK();
-    if (connected_) {
+    if (connected_) {  // `w` stays valid: an entry with a holder is never erased
       l.unlock();
       Poke();
       l.lock();
-      if (cv_.wait_for(l, kWatchWait, [&] {
-            return stop_ || !connected_ || watched_[queue_id].locked;
-          }) &&
-          watched_[queue_id].locked) {
-        return Status::OK();
-      }
+      cv_.wait_for(l, kWatchWait, [&] { return stop_ || !connected_ || w.locked; });
+      if (w.locked) return Status::OK();
     }
     Unwatch(queue_id, l);
     return Status::Unavailable("PostgreSQL change feed: could not watch queue " +
@@ -1504,13 +1479,18 @@ class Listener {
     return true;
   }
 
-  // How long the poll may sleep: until the next watch lock may be let go.
+  // How long the poll may sleep: until the next watch lock may be let go
+  // (-1: none lingers).
   int PollTimeoutMs() {
     std::lock_guard<std::mutex> l(mu_);
+    auto next = Clock::time_point::max();
     for (const auto& [id, w] : watched_) {
-      if (w.locked && w.holders == 0) return static_cast<int>(kWatchLinger.count() / 4);
+      if (w.locked && w.holders == 0) next = std::min(next, w.idle + kWatchLinger);
     }
-    return -1;
+    if (next == Clock::time_point::max()) return -1;
+    const auto ms =
+        std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
+    return static_cast<int>(std::max<int64_t>(0, ms));
   }
 
   void Loop(std::unique_ptr<PgConn> conn) {

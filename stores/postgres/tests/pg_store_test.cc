@@ -24,6 +24,7 @@
 
 #include "mqlite/engine.h"
 #include "mqlite/postgres.h"
+#include "lock_key.h"
 #include "pg_test_util.h"
 #include "suite_util.h"
 
@@ -84,13 +85,22 @@ class PgStoreTest : public ::testing::Test {
     EXPECT_LT(p.waited, std::chrono::seconds(15))
         << "the long-poll was not woken; it found the message when its wait ended";
   }
-  // The pid of a backend holding a change-feed watch lock (a shared advisory
-  // lock) other than `not_pid`, once there is one (up to 10 s; "" if none).
-  std::string AwaitWatcher(const std::string& not_pid = "") {
+  // The pid of a backend holding queue `queue`'s change-feed watch lock (a
+  // shared advisory lock on its 'w' key; other tests on the server hold
+  // their own) other than `not_pid`, once there is one (up to 10 s; "" if
+  // none).
+  std::string AwaitWatcher(const std::string& queue, const std::string& not_pid = "") {
+    auto id = admin_->Query(
+        "SELECT id FROM " + schema_ + ".queues WHERE name = '" + queue + "'", "queue id");
+    if (!id.has_value() || id->rows() != 1) return "";
+    const auto key = static_cast<uint64_t>(pg_internal::LockKey('w', schema_, id->i64(0, 0)));
+    const std::string where = " AND objsubid = 1 AND classid::bigint = " +
+                              std::to_string(key >> 32) + " AND objid::bigint = " +
+                              std::to_string(key & 0xffffffffu);
     for (int i = 0; i < 1'000; ++i) {
       auto r = admin_->Query(
           "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND "
-          "granted",
+          "granted" + where,
           "watch lock");
       for (int row = 0; r.has_value() && row < r->rows(); ++row) {
         const std::string pid = std::to_string(r->i64(row, 0));
@@ -566,7 +576,7 @@ TEST_F(PgStoreTest, Spec9_OnlyAWatchedQueuesCommitsWakeOtherEngines) {
   // A long-poll on the empty queue: it watches the queue after 0 ms and
   // then holds a shared advisory lock through its listening session.
   auto poll = StartLongPoll(*waiter, "q");
-  EXPECT_NE(AwaitWatcher(), "") << "the long-poll never watched its queue";
+  EXPECT_NE(AwaitWatcher("q"), "") << "the long-poll never watched its queue";
   auto sent = sender->Send("q", {.body = "wake"});
   ASSERT_TRUE(sent.has_value()) << sent.status().ToString();
   ExpectWokenFor(*poll, *sent);
@@ -587,10 +597,10 @@ TEST_F(PgStoreTest, Spec9_AWatchSurvivesItsListeningSessionBeingKilled) {
   ASSERT_TRUE(waiter);
   MQ_ASSERT_OK(sender->CreateQueue({.name = "q"}).status());
   auto poll = StartLongPoll(*waiter, "q");
-  const std::string first = AwaitWatcher();
+  const std::string first = AwaitWatcher("q");
   ASSERT_FALSE(first.empty()) << "the long-poll never watched its queue";
   MQ_ASSERT_OK(admin_->Simple("SELECT pg_terminate_backend(" + first + ")", "kill listener"));
-  EXPECT_FALSE(AwaitWatcher(first).empty()) << "the listener never took the watch lock again";
+  EXPECT_FALSE(AwaitWatcher("q", first).empty()) << "the listener never took the watch lock again";
   auto sent = sender->Send("q", {.body = "after the kill"});
   ASSERT_TRUE(sent.has_value()) << sent.status().ToString();
   ExpectWokenFor(*poll, *sent);
